@@ -1,0 +1,97 @@
+"""The exercises: which functions a student writes, what each may ask for, and what each item is worth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grader import fixture
+
+EXERCISES = ("ex1", "ex2", "ex3", "ex4")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One graded gradient (or the training check): an id like 'ex1.dC' and its points."""
+
+    exercise: str
+    name: str  # 'dC', 'dlogits', 'training'
+    points: float = 1.0
+
+    @property
+    def id(self) -> str:
+        return f"{self.exercise}.{self.name}"
+
+    @property
+    def var(self) -> str:
+        """Return the variable whose gradient this item is ('C' for dC)."""
+        return self.name[1:]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One student function and the items its return value is graded as.
+
+    kind: 'tensor' (returns one gradient), 'dict' (ex4.backward: returns d<param> for every parameter),
+    'training' (ex4.backward called on consecutive SGD steps).
+    grads: the true gradients this function may ask for, on top of the forward tensors and parameters.
+    """
+
+    exercise: str
+    function: str
+    items: tuple[Item, ...]
+    kind: str = "tensor"
+    grads: tuple[str, ...] = ()
+
+    @property
+    def ex4(self) -> bool:
+        return self.exercise == "ex4"
+
+
+def _ex1_calls() -> tuple[Call, ...]:
+    calls = []
+    for k, var in enumerate(fixture.EX1_ORDER):
+        name = "d" + var
+        calls.append(Call("ex1", name, (Item("ex1", name),), grads=tuple("d" + v for v in fixture.EX1_ORDER[:k])))
+    return tuple(calls)
+
+
+CALLS: dict[str, tuple[Call, ...]] = {
+    "ex1": _ex1_calls(),
+    "ex2": (Call("ex2", "dlogits", (Item("ex2", "dlogits", 2.0),)),),
+    "ex3": (Call("ex3", "dhprebn", (Item("ex3", "dhprebn", 4.0),), grads=("dhpreact",)),),
+    "ex4": (
+        Call("ex4", "backward", tuple(Item("ex4", g) for g in fixture.EX4_GRADS), kind="dict"),
+        Call("ex4", "backward", (Item("ex4", "training", 3.0),), kind="training"),
+    ),
+}
+
+
+def items(exercises=EXERCISES) -> list[Item]:
+    """Return every item of the given exercises, in backprop order."""
+    return [item for ex in exercises for call in CALLS[ex] for item in call.items]
+
+
+def select(exercises, only=None) -> list[Call]:
+    """Return the calls of the exercises, keeping only those whose function or item matches `only`."""
+    calls = [call for ex in exercises for call in CALLS[ex]]
+    if not only:
+        return calls
+    wanted = set(only)
+    return [c for c in calls if c.function in wanted or any(i.id in wanted or i.name in wanted for i in c.items)]
+
+
+def geometries(call: Call) -> tuple[fixture.Geometry, fixture.Geometry]:
+    """Return the (graded, hidden second) geometry of a call."""
+    if call.ex4:
+        return fixture.EX4_PRIMARY, fixture.EX4_SECONDARY
+    return fixture.PRIMARY, fixture.SECONDARY
+
+
+def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> fixture.Fixture:
+    """Return the fixture a call is graded on in one geometry."""
+    return fixture.build(geometry, data, ex4=call.ex4)
+
+
+def available(call: Call, fx: fixture.Fixture) -> list[str]:
+    """Return every name the call's function may ask for."""
+    return [*fx.inputs(), *call.grads]

@@ -1,0 +1,81 @@
+"""Compare a returned gradient with the truth, the way the lecture's cmp() does, with shape checked strictly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """exact / approx / maxdiff of one tensor against the truth; shape_ok is strict equality of shapes."""
+
+    exact: bool
+    approx: bool
+    maxdiff: float | None
+    shape_ok: bool
+    broadcast_match: bool = False  # values match once broadcast to the truth's shape
+    reshape_match: bool = False  # the same numbers in another shape
+
+    @property
+    def passed(self) -> bool:
+        return self.shape_ok and self.approx
+
+
+def close(a: torch.Tensor, b: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+    """Return torch.allclose for same-shaped tensors, False otherwise (never broadcasting)."""
+    return a.shape == b.shape and bool(torch.allclose(a, b, rtol=rtol, atol=atol))
+
+
+def loosely(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Return whether two tensors agree up to float rounding of differently ordered arithmetic."""
+    if a.shape != b.shape:
+        return False
+    scale = float(b.abs().max()) if b.numel() else 0.0
+    return bool(torch.allclose(a, b, rtol=1e-3, atol=1e-5 * max(scale, 1e-6)))
+
+
+# Ex4 differentiates a whole network in one go, in another order than autograd: its float noise is larger, and
+# db1 is zero up to that noise (BatchNorm cancels the bias). There approx uses atol 1e-7 instead of 1e-8.
+EX4_ATOL = 1e-7
+
+
+def compare(value: torch.Tensor, truth: torch.Tensor, atol: float = 1e-8) -> Comparison:
+    """Compare like cmp(): bitwise, allclose (defaults unless atol is given), and the largest difference."""
+    if value.shape == truth.shape:
+        diff = (value - truth).abs()
+        maxdiff = float(diff.max()) if diff.numel() else 0.0
+        approx = bool(torch.allclose(value, truth, atol=atol))
+        return Comparison(bool(torch.equal(value, truth)), approx, maxdiff, True)
+    broadcast = reshape = False
+    maxdiff = None
+    try:
+        if torch.broadcast_shapes(value.shape, truth.shape) == truth.shape:
+            expanded = value.expand(truth.shape)
+            broadcast = bool(torch.allclose(expanded, truth))
+            maxdiff = float((expanded - truth).abs().max())
+    except RuntimeError:
+        pass
+    if value.numel() == truth.numel():
+        reshape = bool(torch.allclose(value.reshape(truth.shape), truth))
+    return Comparison(False, False, maxdiff, False, broadcast, reshape)
+
+
+def wrong_rows(value: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
+    """Return the indices of first-dimension slices that are not allclose to the truth."""
+    v, t = value.reshape(value.shape[0], -1), truth.reshape(truth.shape[0], -1)
+    tol = 1e-8 + 1e-5 * t.abs()
+    ok = ((v - t).abs() <= tol).all(1)
+    return (~ok).nonzero().flatten()
+
+
+def best_scale(value: torch.Tensor, truth: torch.Tensor) -> float | None:
+    """Return c such that value is c * truth, or None when no single factor fits."""
+    if value.shape != truth.shape or not torch.isfinite(value).all():
+        return None
+    denom = float((truth * truth).sum())
+    if denom == 0.0:
+        return None
+    c = float((value * truth).sum()) / denom
+    return c if loosely(value, c * truth) else None

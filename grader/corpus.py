@@ -1,0 +1,76 @@
+"""The names corpus: the lecture's vocabulary, the default word list and `--data PATH`."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+VOCAB = "." + "abcdefghijklmnopqrstuvwxyz"  # index 0 is the start/end token '.'
+STOI = {ch: i for i, ch in enumerate(VOCAB)}
+ITOS = dict(enumerate(VOCAB))
+
+# The `names` package on PyPI ships the 1990 US census first-name lists.
+_DEFAULT_FILES = ("dist.female.first", "dist.male.first")
+
+
+class CorpusError(ValueError):
+    """A word list that cannot be used as a names corpus."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A list of lower-case a-z words and where it came from."""
+
+    words: tuple[str, ...]
+    source: str
+
+    @property
+    def digest(self) -> str:
+        """Return a short checksum of the word list."""
+        return hashlib.sha256("\n".join(self.words).encode()).hexdigest()[:16]
+
+    def split(self, seed: int = 42) -> tuple[list[str], list[str], list[str]]:
+        """Shuffle the words the lecture's way and cut them 80/10/10."""
+        words = list(self.words)
+        random.Random(seed).shuffle(words)
+        n1, n2 = int(0.8 * len(words)), int(0.9 * len(words))
+        return words[:n1], words[n1:n2], words[n2:]
+
+
+def _clean(raw_words, source: str) -> Corpus:
+    words = []
+    for lineno, raw in enumerate(raw_words, 1):
+        word = raw.strip().lower()
+        if not word:
+            continue
+        bad = sorted({ch for ch in word if ch not in STOI or ch == "."})
+        if bad:
+            raise CorpusError(f"{source}, line {lineno}: {word!r} has characters outside a-z: {''.join(bad)!r}")
+        words.append(word)
+    if not words:
+        raise CorpusError(f"{source}: no words found (expected one name per line, like the lecture's names.txt)")
+    return Corpus(tuple(words), source)
+
+
+@lru_cache(maxsize=4)
+def load(path: str | None = None) -> Corpus:
+    """Load the corpus at PATH (one name per line), or the embedded census names when PATH is None."""
+    if path is not None:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CorpusError(f"--data {path}: cannot read it ({exc.strerror})") from None
+        return _clean(text.splitlines(), str(p))
+    seen: dict[str, None] = {}
+    pkg = resources.files("names")
+    for name in _DEFAULT_FILES:
+        for line in pkg.joinpath(name).read_text().splitlines():
+            word = line.split()[0].lower() if line.strip() else ""
+            if word and all(ch in STOI and ch != "." for ch in word):
+                seen.setdefault(word, None)
+    return _clean(sorted(seen), "names (PyPI package): US census first names")

@@ -1,0 +1,390 @@
+"""Gradescope glue: turn a grading result into results.json, grade /autograder, and build the autograder zip.
+
+Gradescope's contract (https://gradescope-autograders.readthedocs.io/en/latest/specs/): the uploaded zip
+holds `setup.sh` (run once, as root, while the image is built) and `run_autograder` (run once per submission,
+working directory /autograder). The student's files are in /autograder/submission and the autograder must
+write /autograder/results/results.json; its stdout goes to results/stdout, seen by instructors only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import stat
+import tempfile
+import time
+import traceback
+import zipfile
+from pathlib import Path, PurePosixPath
+
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+EXERCISES = ("ex1", "ex2", "ex3", "ex4")
+VERDICTS = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "error": "ERROR",
+    "timeout": "TIMED OUT",
+    "not_attempted": "NOT ATTEMPTED",
+}
+# Folders an upload may carry that never hold the student's own exercise files.
+_SKIP_DIRS = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", "node_modules", ".venv", "venv"}
+_MAX_ZIP_MEMBERS = 10_000
+_MAX_ZIP_BYTES = 64 << 20
+_ZIP_DATE = (2020, 1, 1, 0, 0, 0)
+
+SETUP_SH = """#!/usr/bin/env bash
+# Build the Gradescope image (runs once, as root): Python 3 + pip, CPU-only torch, then this grader.
+set -euxo pipefail
+SOURCE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends python3 python3-pip python3-venv
+fi
+# Newer Ubuntu images mark the system Python as externally managed (PEP 668); this image is ours to change.
+export PIP_BREAK_SYSTEM_PACKAGES=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+python3 -m pip install --upgrade pip || true
+python3 -m pip install --index-url https://download.pytorch.org/whl/cpu torch
+python3 -m pip install "$SOURCE"
+python3 -c "import torch, grader.gradescope; print('torch', torch.__version__, 'grader ok')"
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Grade one submission (Gradescope runs this for every upload): writes $ROOT/results/results.json.
+set -uo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+mkdir -p "$ROOT/results"
+rm -f "$ROOT/results/results.json"
+"${PYTHON:-python3}" -m grader.gradescope --root "$ROOT" --visibility __VISIBILITY__
+status=$?
+if [ ! -s "$ROOT/results/results.json" ]; then
+    # The grader could not even start: still hand Gradescope a valid result the student can read.
+    printf '{"score": 0, "output": "The autograder failed to start (exit status %s). Please tell the course \
+staff; this is not a problem with your code.", "visibility": "__VISIBILITY__", "tests": []}\\n' \
+        "$status" > "$ROOT/results/results.json"
+fi
+exit 0
+"""
+
+STUB_README = "# backprop-ninja grader\n\nGrades hand-derived backpropagation against autograd.\n"
+
+
+def _check_visibility(visibility: str) -> str:
+    """Return visibility if Gradescope knows it, else raise ValueError."""
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
+    return visibility
+
+
+def _num(x) -> int | float:
+    """Return x as a JSON-safe number (0 for missing or non-finite values)."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return 0
+    if not math.isfinite(x):
+        return 0
+    return int(x) if x.is_integer() else round(x, 6)
+
+
+def _yes_no(value) -> str:
+    """Render an exact/approx flag."""
+    return "n/a" if value is None else ("yes" if value else "no")
+
+
+def _item_output(item: dict) -> str:
+    """Write the text a student reads for one graded item: verdict, numbers, traps, message."""
+    status = str(item.get("status", "error"))
+    verdict = VERDICTS.get(status, status.upper())
+    lines = [f"{verdict}: {item.get('id', '?')}  ({_num(item.get('score'))}/{_num(item.get('max_score'))})"]
+    if status in ("passed", "failed"):
+        maxdiff = item.get("maxdiff")
+        diff = "n/a" if maxdiff is None else f"{float(maxdiff):.3e}"
+        exact, approx = _yes_no(item.get("exact")), _yes_no(item.get("approx"))
+        lines.append(f"exact: {exact}  approx: {approx}  maxdiff: {diff}")
+    expected = item.get("expected_shape")
+    shape = item.get("shape")
+    if shape is not None and expected is not None and list(shape) != list(expected):
+        lines.append(f"shape: {list(shape)} but expected {list(expected)}")
+    elif expected is not None:
+        lines.append(f"expected shape: {list(expected)}")
+    traps = [str(t) for t in item.get("traps") or []]
+    if traps:
+        lines.append("traps: " + ", ".join(traps))
+    message = str(item.get("message") or "").strip()
+    if message:
+        lines.append(message)
+    return "\n".join(lines)
+
+
+def _summary(result: dict) -> str:
+    """Write the submission-level text: total and a per-exercise breakdown."""
+    items = result.get("items") or []
+    lines = [f"Score: {_num(result.get('score'))} / {_num(result.get('max_score'))}"]
+    for ex in dict.fromkeys([str(i.get("exercise", "?")) for i in items]):
+        mine = [i for i in items if str(i.get("exercise", "?")) == ex]
+        counts: dict[str, int] = {}
+        for i in mine:
+            counts[str(i.get("status"))] = counts.get(str(i.get("status")), 0) + 1
+        got = sum(float(_num(i.get("score"))) for i in mine)
+        out_of = sum(float(_num(i.get("max_score"))) for i in mine)
+        detail = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(counts.items()))
+        lines.append(f"{ex}: {_num(got)} / {_num(out_of)} ({detail})")
+    if not items:
+        lines.append("No gradable items were produced.")
+    return "\n".join(lines)
+
+
+def to_results(result: dict, *, visibility: str = "visible", execution_time: float | None = None) -> dict:
+    """Convert a grading result (SubmissionResult.to_dict()) into a Gradescope results.json object."""
+    _check_visibility(visibility)
+    tests = []
+    per_exercise: dict[str, int] = {}
+    for item in result.get("items") or []:
+        ex = str(item.get("exercise", "?"))
+        per_exercise[ex] = per_exercise.get(ex, 0) + 1
+        ex_no = ex[2:] if ex.startswith("ex") and ex[2:].isdigit() else ex
+        tests.append(
+            {
+                "name": str(item.get("id", f"{ex}.{item.get('name', '?')}")),
+                "number": f"{ex_no}.{per_exercise[ex]}",
+                "score": _num(item.get("score")),
+                "max_score": _num(item.get("max_score")),
+                "status": "passed" if item.get("status") == "passed" else "failed",
+                "output": _item_output(item),
+                "output_format": "text",
+                "visibility": visibility,
+            }
+        )
+    out = {
+        "score": _num(result.get("score")),
+        "output": _summary(result),
+        "output_format": "text",
+        "visibility": visibility,
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+    if execution_time is not None:
+        out["execution_time"] = _num(round(max(0.0, float(execution_time)), 2))
+    return out
+
+
+def _error_results(message: str, *, visibility: str, execution_time: float | None) -> dict:
+    """Return a valid zero-score results.json object that explains why grading did not happen."""
+    out = {
+        "score": 0,
+        "output": message,
+        "output_format": "text",
+        "visibility": visibility,
+        "stdout_visibility": "hidden",
+        "tests": [],
+    }
+    if execution_time is not None:
+        out["execution_time"] = _num(round(max(0.0, float(execution_time)), 2))
+    return out
+
+
+def _depth_key(path: Path, base: Path) -> tuple[int, str]:
+    """Sort key: shallowest first, then alphabetical."""
+    rel = path.relative_to(base)
+    return (len(rel.parts), rel.as_posix())
+
+
+def find_exercise_files(submission: Path) -> dict[str, Path]:
+    """Return {"ex1": path, ...} for each exN.py below submission, taking the shallowest copy."""
+    found: dict[str, list[Path]] = {}
+    wanted = {f"{ex}.py": ex for ex in EXERCISES}
+    if not submission.is_dir():
+        return {}
+    for dirpath, dirnames, filenames in os.walk(submission):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in filenames:
+            path = Path(dirpath) / name
+            if name in wanted and path.is_file():
+                found.setdefault(wanted[name], []).append(path)
+    return {ex: min(paths, key=lambda p: _depth_key(p, submission)) for ex, paths in sorted(found.items())}
+
+
+def _safe_extract(archive: Path, dest: Path) -> None:
+    """Extract a student's zip into dest, skipping absolute or escaping paths and refusing zip bombs."""
+    with zipfile.ZipFile(archive) as zf:
+        infos = zf.infolist()
+        if len(infos) > _MAX_ZIP_MEMBERS or sum(i.file_size for i in infos) > _MAX_ZIP_BYTES:
+            raise ValueError(f"{archive.name} is too large to unpack")
+        for info in infos:
+            rel = PurePosixPath(info.filename)
+            if info.is_dir() or rel.is_absolute() or ".." in rel.parts:
+                continue
+            target = dest.joinpath(*rel.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+
+
+def stage_submission(submission: Path, staging: Path) -> dict[str, str]:
+    """Copy the shallowest exN.py files found below submission (or inside uploaded zips) into staging."""
+    found = find_exercise_files(submission)
+    if not found and submission.is_dir():
+        archives = sorted(submission.rglob("*.zip"), key=lambda p: _depth_key(p, submission))
+        for i, archive in enumerate(archives):
+            unpacked = staging.parent / f"unzipped-{i}"
+            try:
+                _safe_extract(archive, unpacked)
+            except (zipfile.BadZipFile, ValueError, OSError):
+                continue
+            found = find_exercise_files(unpacked)
+            if found:
+                submission = unpacked
+                break
+    staging.mkdir(parents=True, exist_ok=True)
+    origins = {}
+    for ex, path in found.items():
+        shutil.copyfile(path, staging / f"{ex}.py")
+        origins[ex] = path.relative_to(submission).as_posix()
+    return origins
+
+
+def _files_note(origins: dict[str, str]) -> str:
+    """Say which exercise files were found, and where."""
+    if not origins:
+        return (
+            "No exercise files were found in your submission: upload ex1.py, ex2.py, ex3.py and/or ex4.py "
+            "(loose, in a folder, or in a zip)."
+        )
+    parts = [f"{ex}.py" + (f" (from {rel})" if rel != f"{ex}.py" else "") for ex, rel in origins.items()]
+    missing = [f"{ex}.py" for ex in EXERCISES if ex not in origins]
+    note = "Graded files: " + ", ".join(parts) + "."
+    if missing:
+        note += " Not found: " + ", ".join(missing) + "."
+    return note
+
+
+def _hide_path(result: dict, staging: str) -> dict:
+    """Replace the private staging folder in messages with words a student understands."""
+    items = []
+    for item in result.get("items") or []:
+        item = dict(item)
+        if isinstance(item.get("message"), str):
+            item["message"] = item["message"].replace(staging, "your submission")
+        items.append(item)
+    return {**result, "submission": "submission", "items": items}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Write data as JSON to path atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+def run(root: Path, *, visibility: str = "visible") -> dict:
+    """Grade root/submission with the grader and write root/results/results.json, whatever happens."""
+    _check_visibility(visibility)
+    root = Path(root)
+    results_path = root / "results" / "results.json"
+    start = time.monotonic()
+    try:
+        with tempfile.TemporaryDirectory(prefix="ninja-gradescope-") as tmp:
+            staging = Path(tmp) / "submission"
+            origins = stage_submission(root / "submission", staging)
+            from grader import runner  # lazily: it imports torch and builds fixtures
+
+            graded = runner.grade(staging, list(EXERCISES))
+            result = graded.to_dict() if hasattr(graded, "to_dict") else dict(graded)
+            result = _hide_path(result, str(staging))
+            results = to_results(result, visibility=visibility, execution_time=time.monotonic() - start)
+            results["output"] = _files_note(origins) + "\n\n" + results["output"]
+            json.dumps(results, allow_nan=False)  # fail here, not half-way through the write
+    except BaseException as exc:  # a results.json must exist whatever went wrong
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        results = _error_results(
+            "The autograder hit an internal error and could not grade this submission; your score is 0 "
+            "for now. Please tell the course staff (this is usually not a problem with your code).\n\n"
+            f"Error: {detail}",
+            visibility=visibility,
+            execution_time=time.monotonic() - start,
+        )
+    _write_json(results_path, results)
+    return results
+
+
+def _zip_write(zf: zipfile.ZipFile, name: str, data: bytes, *, executable: bool = False) -> None:
+    """Add one file to zf with Unix permissions (0755 if executable, else 0644)."""
+    info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+    info.create_system = 3  # Unix, so unzip honours the mode bits
+    mode = 0o755 if executable else 0o644
+    info.external_attr = (stat.S_IFREG | mode) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    zf.writestr(info, data)
+
+
+def _package_files(project_root: Path) -> list[tuple[str, Path]]:
+    """List (archive name, path) for the installable grader source: pyproject.toml, README.md, grader/."""
+    files = [("pyproject.toml", project_root / "pyproject.toml")]
+    if (project_root / "README.md").is_file():
+        files.append(("README.md", project_root / "README.md"))
+    for path in sorted((project_root / "grader").rglob("*")):
+        rel = path.relative_to(project_root)
+        if path.is_file() and "__pycache__" not in rel.parts and path.suffix not in (".pyc", ".pyo"):
+            files.append((rel.as_posix(), path))
+    return files
+
+
+def build_autograder_zip(out_zip: Path, project_root: Path, *, visibility: str = "visible") -> Path:
+    """Write the Gradescope autograder zip (setup.sh, run_autograder, grader source) to out_zip."""
+    _check_visibility(visibility)
+    project_root, out_zip = Path(project_root), Path(out_zip)
+    if not (project_root / "pyproject.toml").is_file() or not (project_root / "grader").is_dir():
+        raise FileNotFoundError(f"{project_root} has no pyproject.toml and grader/: not the grader project")
+    files = _package_files(project_root)
+    names = [name for name, _ in files]
+    bad = [n for n in names if n.split("/")[0] in ("reference", "tests", "bench", "exercises")]
+    if bad:
+        raise RuntimeError(f"refusing to put instructor-only files in the autograder zip: {bad}")
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_zip.with_name(out_zip.name + ".part")
+    with zipfile.ZipFile(tmp, "w") as zf:
+        _zip_write(zf, "setup.sh", SETUP_SH.encode(), executable=True)
+        _zip_write(
+            zf,
+            "run_autograder",
+            RUN_AUTOGRADER.replace("__VISIBILITY__", visibility).encode(),
+            executable=True,
+        )
+        if "README.md" not in names:  # pyproject.toml names it, so pip needs it to exist
+            _zip_write(zf, "README.md", STUB_README.encode())
+        for name, path in files:
+            _zip_write(zf, name, path.read_bytes())
+    os.replace(tmp, out_zip)
+    return out_zip
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Grade a Gradescope /autograder tree from the command line and return the results written."""
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.gradescope",
+        description="Grade ROOT/submission and write ROOT/results/results.json for Gradescope.",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")),
+        help="the autograder folder (default: $AUTOGRADER_ROOT or /autograder)",
+    )
+    parser.add_argument("--visibility", choices=VISIBILITIES, default="visible", help="results visibility")
+    args = parser.parse_args(argv)
+    return run(args.root, visibility=args.visibility)
+
+
+if __name__ == "__main__":
+    _results = main()
+    # This goes to /autograder/results/stdout, which only instructors see.
+    print(_results["output"])  # noqa: T201
+    for _test in _results["tests"]:
+        print(f"{_test['name']}: {_test['score']}/{_test['max_score']} {_test['status']}")  # noqa: T201

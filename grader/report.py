@@ -1,0 +1,112 @@
+"""Everything the grader prints: the cmp-style table, messages, JSON, and the progress line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import textwrap
+
+import click
+
+from grader.results import SubmissionResult
+
+_STYLE = {
+    "passed": {"fg": "green"},
+    "failed": {"fg": "red", "bold": True},
+    "error": {"fg": "red", "bold": True},
+    "timeout": {"fg": "yellow", "bold": True},
+    "not_attempted": {"dim": True},
+}
+_LABEL = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "timeout": "TIMEOUT", "not_attempted": "todo"}
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    return f"{value:.2e}" if value else "0"
+
+
+def table(result: SubmissionResult, *, hints: bool = False, color: bool | None = None) -> str:
+    """Render a submission like the lecture's cmp() lines, with a message under each failure."""
+    color = sys.stdout.isatty() if color is None else color
+    width = min(shutil.get_terminal_size((100, 20)).columns, 110)
+    idw = max([len(i.id) for i in result.items] + [4])
+    lines = [f"{'item':<{idw}}  {'status':<8} {'exact':<6} {'approx':<6} {'maxdiff':<9} traps"]
+    for item in result.items:
+        label = f"{_LABEL[item.status]:<8}"
+        if color:
+            label = click.style(label, **_STYLE[item.status])
+        traps = ", ".join(item.traps)
+        lines.append(
+            f"{item.id:<{idw}}  {label} {_fmt(item.exact):<6} {_fmt(item.approx):<6} {_fmt(item.maxdiff):<9} {traps}"
+        )
+        show = item.message and (item.status not in ("passed", "not_attempted") or item.traps)
+        if show:
+            lines += textwrap.wrap(item.message, width - 6, initial_indent="    ", subsequent_indent="    ")
+            if item.output.strip() and item.status in ("error", "timeout"):
+                tail = item.output.strip().splitlines()[-3:]
+                lines += ["    it printed: " + t[:width - 20] for t in tail]
+        if hints and item.hints:
+            for hint in item.hints:
+                lines += textwrap.wrap("why: " + hint, width - 6, initial_indent="      ",
+                                       subsequent_indent="      ")
+    lines.append("")
+    lines.append(summary_line(result, color=color))
+    return "\n".join(lines)
+
+
+def summary_line(result: SubmissionResult, *, color: bool = False) -> str:
+    """Return the final score line."""
+    counts: dict[str, int] = {}
+    for item in result.items:
+        counts[item.status] = counts.get(item.status, 0) + 1
+    parts = [f"{n} {s.replace('_', ' ')}" for s, n in counts.items()]
+    line = f"score {result.score:g}/{result.max_score:g}: " + ", ".join(parts)
+    if color:
+        line = click.style(line, fg="green" if result.passed else "red", bold=True)
+    return line
+
+
+def emit_table(result: SubmissionResult, *, hints: bool = False):
+    """Print the table to stdout."""
+    click.echo(table(result, hints=hints))
+
+
+def emit_json(obj):
+    """Print one JSON object on stdout and nothing else."""
+    click.echo(json.dumps(obj, indent=2))
+
+
+def note(message: str):
+    """Print a side remark to stderr."""
+    click.echo(message, err=True)
+
+
+class Progress:
+    """A progress bar with ETA on a terminal; one log line per tenth of the work otherwise."""
+
+    def __init__(self, total: int, label: str = "grading", stream=None):
+        self.total, self.done, self.label = total, 0, label
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self._bar = None
+        if self.tty:
+            self._bar = click.progressbar(length=total, label=label, file=self.stream, show_eta=True,
+                                          show_pos=True)
+            self._bar.__enter__()
+
+    def advance(self, what: str = ""):
+        """Count one finished unit of work."""
+        self.done += 1
+        if self._bar is not None:
+            self._bar.update(1)
+        elif self.total and (self.done == self.total or self.done % max(1, self.total // 10) == 0):
+            click.echo(f"{self.label}: {self.done}/{self.total} {what}".rstrip(), file=self.stream)
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None

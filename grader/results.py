@@ -1,0 +1,89 @@
+"""Verdicts as dataclasses: one ItemResult per graded gradient, one SubmissionResult per submission."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STATUSES = ("passed", "failed", "error", "timeout", "not_attempted")
+
+
+@dataclass
+class ItemResult:
+    """The verdict on one item, in the JSON contract's shape."""
+
+    id: str
+    exercise: str
+    name: str
+    status: str
+    expected_shape: list
+    max_score: float
+    exact: bool | None = None
+    approx: bool | None = None
+    maxdiff: float | None = None
+    shape: list | None = None
+    traps: list = field(default_factory=list)
+    message: str = ""
+    hints: list = field(default_factory=list)  # longer explanations, shown with --hints; not in the JSON
+    output: str = ""  # what the student's code printed; shown on a terminal, not in the JSON
+    value: object = field(default=None, repr=False)  # the returned tensor, for plots; not in the JSON
+    truth: object = field(default=None, repr=False)
+
+    @property
+    def score(self) -> float:
+        return self.max_score if self.status == "passed" else 0.0
+
+    def to_dict(self) -> dict:
+        """Return the item as the JSON contract has it."""
+        return {
+            "id": self.id,
+            "exercise": self.exercise,
+            "name": self.name,
+            "status": self.status,
+            "exact": self.exact,
+            "approx": self.approx,
+            "maxdiff": self.maxdiff,
+            "shape": self.shape,
+            "expected_shape": self.expected_shape,
+            "traps": list(self.traps),
+            "message": self.message,
+            "score": self.score,
+            "max_score": self.max_score,
+        }
+
+
+@dataclass
+class SubmissionResult:
+    """Every item of one submission."""
+
+    submission: str
+    items: list[ItemResult]
+    extra: dict = field(default_factory=dict)  # e.g. "training" from grade ex4 --full
+
+    @property
+    def score(self) -> float:
+        return sum(i.score for i in self.items)
+
+    @property
+    def max_score(self) -> float:
+        return sum(i.max_score for i in self.items)
+
+    @property
+    def passed(self) -> bool:
+        return all(i.status == "passed" for i in self.items)
+
+    def exercise_scores(self) -> dict[str, float]:
+        """Return the score of each exercise present."""
+        scores: dict[str, float] = {}
+        for i in self.items:
+            scores[i.exercise] = scores.get(i.exercise, 0.0) + i.score
+        return scores
+
+    def to_dict(self) -> dict:
+        """Return the submission as the JSON contract has it."""
+        return {
+            "submission": self.submission,
+            "score": self.score,
+            "max_score": self.max_score,
+            "items": [i.to_dict() for i in self.items],
+            **self.extra,
+        }

@@ -1,0 +1,8 @@
+# expect: item=ex2.dlogits status=failed traps=hardcoded-size
+import torch.nn.functional as F
+
+
+def dlogits(logits, Yb, n):
+    d = F.softmax(logits, 1)
+    d[range(n), Yb] -= 1
+    return d / 32

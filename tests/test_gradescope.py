@@ -1,0 +1,352 @@
+"""Gradescope glue: results.json conversion, submission discovery, the autograder zip and run_autograder."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import types
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import gradescope
+
+ROOT = Path(__file__).resolve().parents[1]
+TOP_KEYS = {
+    "score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
+    "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard",
+}  # fmt: skip
+TEST_KEYS = {
+    "score", "max_score", "status", "name", "name_format", "number", "output", "output_format", "tags",
+    "visibility", "extra_data",
+}  # fmt: skip
+
+
+def _item(exercise, name, status="passed", score=None, max_score=1.0, **extra):
+    """Return one hand-made item in the runner's JSON shape."""
+    item = {
+        "id": f"{exercise}.{name}",
+        "exercise": exercise,
+        "name": name,
+        "status": status,
+        "exact": status == "passed",
+        "approx": status == "passed",
+        "maxdiff": 0.0 if status == "passed" else 0.25,
+        "shape": [32, 27],
+        "expected_shape": [32, 27],
+        "traps": [],
+        "message": "",
+        "score": max_score if score is None and status == "passed" else (score or 0.0),
+        "max_score": max_score,
+    }
+    item.update(extra)
+    return item
+
+
+def _result(items):
+    """Return a hand-made SubmissionResult.to_dict()."""
+    return {
+        "submission": "sub",
+        "score": sum(i["score"] for i in items),
+        "max_score": sum(i["max_score"] for i in items),
+        "items": items,
+    }
+
+
+def _is_number(x) -> bool:
+    """Tell a JSON number from a bool."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def validate(results: dict) -> None:
+    """Assert that results follows Gradescope's results.json specification."""
+    assert set(results) <= TOP_KEYS, set(results) - TOP_KEYS
+    assert _is_number(results["score"])
+    assert isinstance(results["output"], str) and results["output"]
+    assert results.get("visibility", "visible") in gradescope.VISIBILITIES
+    assert results.get("stdout_visibility", "hidden") in gradescope.VISIBILITIES
+    if "execution_time" in results:
+        assert _is_number(results["execution_time"]) and results["execution_time"] >= 0
+    assert isinstance(results["tests"], list)
+    for test in results["tests"]:
+        assert set(test) <= TEST_KEYS, set(test) - TEST_KEYS
+        assert isinstance(test["name"], str) and test["name"]
+        assert isinstance(test["number"], str)
+        assert _is_number(test["score"]) and _is_number(test["max_score"])
+        assert 0 <= test["score"] <= test["max_score"]
+        assert test["status"] in ("passed", "failed")
+        assert isinstance(test["output"], str)
+        assert test.get("visibility", "visible") in gradescope.VISIBILITIES
+    json.dumps(results, allow_nan=False)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# to_results
+
+
+def test_to_results_one_test_per_item():
+    items = [
+        _item("ex1", "dlogprobs"),
+        _item("ex1", "dC", "failed", traps=["dC-repeated-rows"], message="Rows 3, 5 are wrong."),
+        _item("ex2", "dlogits", "error", max_score=2.0, exact=None, approx=None, maxdiff=None, shape=None),
+        _item("ex3", "dhprebn", "timeout", max_score=4.0),
+        _item("ex4", "training", "not_attempted", max_score=3.0, shape=None),
+    ]
+    out = gradescope.to_results(_result(items), execution_time=3.14159)
+    validate(out)
+    assert [t["name"] for t in out["tests"]] == [i["id"] for i in items]
+    assert [t["number"] for t in out["tests"]] == ["1.1", "1.2", "2.1", "3.1", "4.1"]
+    assert [t["status"] for t in out["tests"]] == ["passed", "failed", "failed", "failed", "failed"]
+    assert [t["max_score"] for t in out["tests"]] == [1, 1, 2, 4, 3]
+    assert out["score"] == 1
+    assert out["execution_time"] == 3.14
+    assert out["tests"][0]["output"].startswith("PASSED")
+    dc = out["tests"][1]["output"]
+    assert dc.startswith("FAILED") and "dC-repeated-rows" in dc and "Rows 3, 5 are wrong." in dc
+    assert "maxdiff: 2.500e-01" in dc
+    assert out["tests"][2]["output"].startswith("ERROR")
+    assert out["tests"][3]["output"].startswith("TIMED OUT")
+    assert out["tests"][4]["output"].startswith("NOT ATTEMPTED")
+    assert "1 / 11" in out["output"] and "ex1: 1 / 2" in out["output"]
+
+
+def test_to_results_shape_mismatch_and_odd_numbers():
+    item = _item("ex1", "db2", "failed", shape=[1, 27], expected_shape=[27], maxdiff=float("nan"))
+    item["score"] = float("inf")  # never let a non-finite number into the JSON
+    out = gradescope.to_results(_result([item]))
+    validate(out)
+    assert "shape: [1, 27] but expected [27]" in out["tests"][0]["output"]
+    assert "execution_time" not in out
+
+
+@pytest.mark.parametrize("visibility", gradescope.VISIBILITIES)
+def test_to_results_visibility(visibility):
+    out = gradescope.to_results(_result([_item("ex2", "dlogits")]), visibility=visibility)
+    validate(out)
+    assert out["visibility"] == visibility
+    assert out["tests"][0]["visibility"] == visibility
+
+
+def test_to_results_rejects_unknown_visibility():
+    with pytest.raises(ValueError, match="visibility"):
+        gradescope.to_results(_result([]), visibility="public")
+
+
+def test_to_results_empty():
+    out = gradescope.to_results(_result([]))
+    validate(out)
+    assert out["tests"] == [] and out["score"] == 0
+
+
+# ----------------------------------------------------------------------------------------------------------
+# finding the student's files
+
+
+def test_find_exercise_files_takes_the_shallowest(tmp_path):
+    sub = tmp_path / "submission"
+    for rel in ("deep/er/ex1.py", "folder/ex1.py", "folder/ex2.py", "__MACOSX/ex3.py", ".hidden/ex4.py"):
+        (sub / rel).parent.mkdir(parents=True, exist_ok=True)
+        (sub / rel).write_text("# " + rel)
+    found = gradescope.find_exercise_files(sub)
+    assert {k: v.relative_to(sub).as_posix() for k, v in found.items()} == {
+        "ex1": "folder/ex1.py",
+        "ex2": "folder/ex2.py",
+    }
+    assert gradescope.find_exercise_files(tmp_path / "missing") == {}
+
+
+def test_stage_submission_unpacks_a_zip(tmp_path):
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    with zipfile.ZipFile(sub / "upload.zip", "w") as zf:
+        zf.writestr("hw/ex2.py", "X = 2\n")
+        zf.writestr("../evil.py", "no")
+    staging = tmp_path / "work" / "staged"
+    origins = gradescope.stage_submission(sub, staging)
+    assert origins == {"ex2": "hw/ex2.py"}
+    assert (staging / "ex2.py").read_text() == "X = 2\n"
+    assert not (tmp_path / "evil.py").exists() and not (tmp_path / "work" / "evil.py").exists()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# run() with a stand-in runner
+
+
+def _fake_runner(monkeypatch, grade):
+    """Install a stand-in grader.runner module whose grade() is the given function."""
+    module = types.ModuleType("grader.runner")
+    module.grade = grade
+    monkeypatch.setitem(sys.modules, "grader.runner", module)
+    import grader
+
+    monkeypatch.setattr(grader, "runner", module, raising=False)
+
+
+def test_run_grades_the_staged_files(tmp_path, monkeypatch):
+    seen = {}
+
+    def grade(submission, exercises, **kwargs):
+        seen["files"] = sorted(p.name for p in Path(submission).iterdir())
+        seen["exercises"] = exercises
+        item = _item("ex2", "dlogits", message=f"checked {submission}/ex2.py")
+        return _result([item])
+
+    _fake_runner(monkeypatch, grade)
+    (tmp_path / "submission" / "nested").mkdir(parents=True)
+    (tmp_path / "submission" / "nested" / "ex2.py").write_text("pass\n")
+    out = gradescope.run(tmp_path, visibility="after_published")
+    assert seen == {"files": ["ex2.py"], "exercises": ["ex1", "ex2", "ex3", "ex4"]}
+    written = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert written == out
+    validate(written)
+    assert written["visibility"] == "after_published"
+    assert "ex2.py (from nested/ex2.py)" in written["output"]
+    assert "checked your submission/ex2.py" in written["tests"][0]["output"]  # no private temp paths
+
+
+def test_run_writes_results_even_when_grading_raises(tmp_path, monkeypatch):
+    def grade(submission, exercises, **kwargs):
+        raise RuntimeError("fixture exploded")
+
+    _fake_runner(monkeypatch, grade)
+    out = gradescope.run(tmp_path)
+    written = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert written == out
+    validate(written)
+    assert written["score"] == 0 and written["tests"] == []
+    assert "RuntimeError: fixture exploded" in written["output"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the autograder zip and run_autograder, end to end
+
+
+@pytest.fixture(scope="module")
+def autograder(tmp_path_factory):
+    """Build the zip once and unzip it (keeping the mode bits) like Gradescope does."""
+    base = tmp_path_factory.mktemp("gradescope")
+    out = gradescope.build_autograder_zip(base / "autograder.zip", ROOT, visibility="after_due_date")
+    source = base / "source"
+    with zipfile.ZipFile(out) as zf:
+        for info in zf.infolist():
+            zf.extract(info, source)
+            mode = (info.external_attr >> 16) & 0o777
+            if mode:
+                os.chmod(source / info.filename, mode)
+    return out, source
+
+
+def test_zip_layout(autograder):
+    out, source = autograder
+    with zipfile.ZipFile(out) as zf:
+        infos = {i.filename: i for i in zf.infolist()}
+    for name in ("setup.sh", "run_autograder"):
+        mode = infos[name].external_attr >> 16
+        assert stat.S_ISREG(mode) and mode & 0o111 == 0o111, name
+    assert "pyproject.toml" in infos and "README.md" in infos and "grader/gradescope.py" in infos
+    assert "grader/runner.py" in infos or not (ROOT / "grader" / "runner.py").exists()
+    tops = {name.split("/")[0] for name in infos}
+    assert not tops & {"reference", "tests", "bench", "exercises"}
+    assert not [n for n in infos if "__pycache__" in n or n.endswith(".pyc")]
+    run_script = infos["run_autograder"]
+    text = zipfile.ZipFile(out).read(run_script).decode()
+    assert text.startswith("#!") and "--visibility after_due_date" in text and "AUTOGRADER_ROOT" in text
+    assert "python3 -m grader.gradescope" in text.replace('"${PYTHON:-python3}"', "python3")
+    for name in ("setup.sh", "run_autograder"):
+        subprocess.run(["bash", "-n", str(source / name)], check=True)
+    setup = (source / "setup.sh").read_text()
+    assert "download.pytorch.org/whl/cpu" in setup and "pip install" in setup
+
+
+def _run_autograder(source: Path, root: Path) -> dict:
+    """Run the unzipped run_autograder against a fake /autograder tree and return its results.json."""
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHONPATH=str(source), PYTHON=sys.executable)
+    proc = subprocess.run(
+        ["bash", str(source / "run_autograder")],
+        cwd=source,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    where = subprocess.run(
+        [sys.executable, "-c", "import grader.gradescope as g; print(g.__file__)"],
+        cwd=source, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert Path(where.stdout.strip()).is_relative_to(source)  # the zipped grader, not an installed one
+    results = json.loads((root / "results" / "results.json").read_text())
+    validate(results)
+    return results
+
+
+def _fake_root(tmp_path: Path, files: dict[str, str]) -> Path:
+    """Lay out root/submission (with files) and an empty root/results."""
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "results").mkdir()
+    for rel, text in files.items():
+        (root / "submission" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "submission" / rel).write_text(text)
+    return root
+
+
+@pytest.mark.slow
+def test_run_autograder_stub_submission(autograder, tmp_path):
+    _, source = autograder
+    root = _fake_root(tmp_path, {"ex2.py": (ROOT / "exercises" / "ex2.py").read_text()})
+    results = _run_autograder(source, root)
+    assert results["score"] == 0
+    assert results["visibility"] == "after_due_date"
+    names = [t["name"] for t in results["tests"]]
+    assert "ex1.dC" in names and "ex2.dlogits" in names
+    assert all(t["status"] == "failed" for t in results["tests"])
+    ex2 = next(t for t in results["tests"] if t["name"] == "ex2.dlogits")
+    assert ex2["output"].startswith("NOT ATTEMPTED")
+
+
+@pytest.mark.slow
+def test_run_autograder_correct_ex2(autograder, tmp_path):
+    reference = ROOT / "reference" / "ex2.py"
+    if not reference.exists():
+        pytest.skip("no reference/ex2.py")
+    _, source = autograder
+    root = _fake_root(tmp_path, {"my work/ex2.py": reference.read_text()})
+    results = _run_autograder(source, root)
+    ex2 = [t for t in results["tests"] if t["name"].startswith("ex2.")]
+    assert ex2 and all(t["status"] == "passed" and t["score"] == t["max_score"] > 0 for t in ex2), ex2
+    assert results["score"] == sum(t["max_score"] for t in ex2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"ex2.py": "def dlogits(logits, Yb, n)\n    return logits\n"},  # syntax error
+        {},  # empty submission
+        {"notes.txt": "I ran out of time"},
+    ],
+    ids=["syntax-error", "empty", "no-exercise-files"],
+)
+def test_run_autograder_broken_submission(autograder, tmp_path, files):
+    _, source = autograder
+    root = _fake_root(tmp_path, files)
+    results = _run_autograder(source, root)
+    assert results["score"] == 0
+    assert all(t["score"] == 0 for t in results["tests"])
+
+
+def test_run_autograder_without_python_still_writes_results(autograder, tmp_path):
+    _, source = autograder
+    root = _fake_root(tmp_path, {})
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHON=str(tmp_path / "no-such-python"))
+    proc = subprocess.run(["bash", str(source / "run_autograder")], cwd=source, env=env, capture_output=True)
+    assert proc.returncode == 0
+    results = json.loads((root / "results" / "results.json").read_text())
+    validate(results)
+    assert results["score"] == 0 and "failed to start" in results["output"]
+    assert results["visibility"] == "after_due_date"

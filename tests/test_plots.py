@@ -1,0 +1,79 @@
+"""The --plot pictures: written, valid PNGs; a clear error without matplotlib."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import fixture, plots, training
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _is_png(path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(8) == PNG
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return fixture.build(fixture.PRIMARY).truth
+
+
+def test_importing_plots_and_training_does_not_import_matplotlib():
+    code = "import sys, grader.plots, grader.training; assert 'matplotlib' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parent.parent)
+
+
+def test_missing_matplotlib_gives_a_friendly_error(monkeypatch, tmp_path, truth):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # makes `from matplotlib.figure import` fail
+    with pytest.raises(RuntimeError, match=r"pip install 'backprop-ninja-grader\[plot\]'"):
+        plots.plot_dlogits(truth["dlogits"], truth["dlogits"], tmp_path / "d.png")
+
+
+def test_plot_dlogits(tmp_path, truth):
+    pytest.importorskip("matplotlib")
+    for i, student in enumerate((truth["dlogits"] * 32, truth["dlogits"][:, :5])):
+        path = tmp_path / f"dlogits{i}.png"
+        assert plots.plot_dlogits(student, truth["dlogits"], path) == str(path)
+        assert _is_png(path)
+
+
+def test_plot_differences_of_every_shape(tmp_path, truth):
+    pytest.importorskip("matplotlib")
+    dC = truth["dC"].clone()  # (27, 10)
+    dC[5] += 0.01
+    items = [
+        ("ex1.dC", dC, truth["dC"]),
+        ("ex1.db1", truth["db1"] * 1.5, truth["db1"]),  # 1-D
+        ("ex1.demb", truth["demb"] * 1.1, truth["demb"]),  # 3-D
+        ("ex1.dbngain", truth["dbngain"].view(-1), truth["dbngain"]),  # wrong shape
+        ("ex1.dlogits", truth["dlogits"].clone(), truth["dlogits"]),  # exact
+        ("ex1.dloss", torch.tensor(1.0), torch.tensor(1.0)),  # 0-D
+    ]
+    path = tmp_path / "diffs.png"
+    assert plots.plot_differences(items, path) == str(path)
+    assert _is_png(path)
+    with pytest.raises(ValueError):
+        plots.plot_differences([], tmp_path / "none.png")
+
+
+def test_plot_losses(tmp_path):
+    pytest.importorskip("matplotlib")
+    run = training.TrainingRun(
+        steps=300,
+        train_loss=2.5,
+        val_loss=2.6,
+        samples=[],
+        seconds=0.1,
+        params={},
+        bn_stats={},
+        losses=[3.3 - i / 300 for i in range(300)],
+    )
+    path = tmp_path / "loss.png"
+    assert training.plot_losses(run, path) == str(path) == run.to_dict()["plot"]
+    assert _is_png(path)
