@@ -99,3 +99,53 @@ def _plot(which: str, result, path: Path, data):
 
 for _which in ("ex1", "ex2", "ex3", "ex4", "all"):
     _make_grade_command(_which)
+
+
+ROOT = Path(__file__).resolve().parent.parent  # the source checkout: reference/ and exercises/ live here
+
+
+@main.command(name="batch")
+@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for gradebook.csv, students/, summary.json and report.html.")
+@click.option("--jobs", "-j", type=int, default=2, show_default=True, help="Submissions graded at once.")
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per function call.")
+@click.option("--memory", type=int, default=2048, show_default=True, help="MB each sandbox may allocate.")
+@click.option("--resume", is_flag=True, help="Skip students whose files have not changed since the last run.")
+@_data_option
+def batch_cmd(submissions, out, jobs, timeout, memory, resume, data):
+    """Grade every submission (a folder or .zip per student) in SUBMISSIONS."""
+    from grader.batch import grade_batch
+    from grader.sandbox import Limits
+
+    summary = grade_batch(submissions, out, jobs=jobs, limits=Limits(timeout=timeout, memory_mb=memory),
+                          resume=resume, data=data)
+    report.note(report.batch_line(summary, out))
+
+
+@main.command(name="release")
+@click.argument("outdir", type=click.Path(file_okay=False, path_type=Path))
+def release_cmd(outdir):
+    """Build the student bundle in OUTDIR: stubs and grader, never reference/."""
+    from grader import release
+
+    try:
+        path = release.build_release(outdir, ROOT)
+    except (FileExistsError, FileNotFoundError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    report.note(f"Student bundle written to {path}")
+
+
+@main.command(name="gradescope")
+@click.argument("out_zip", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--visibility", type=click.Choice(["hidden", "after_due_date", "after_published", "visible"]),
+              default="visible", show_default=True)
+def gradescope_cmd(out_zip, visibility):
+    """Build the Gradescope autograder zip OUT_ZIP."""
+    from grader import gradescope
+
+    try:
+        path = gradescope.build_autograder_zip(out_zip, ROOT, visibility=visibility)
+    except (FileNotFoundError, RuntimeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    report.note(f"Autograder zip written to {path}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cache
 
 import torch
 import torch.nn.functional as F
@@ -248,7 +248,7 @@ class Fixture:
 _BUILT: dict = {}  # every fixture built in this process, so a sandbox child can scrub them all
 
 
-@lru_cache(maxsize=None)
+@cache
 def _examples(data: str | None, block_size: int) -> Examples:
     train, _, _ = corpus_mod.load(data).split()
     return Examples(train, block_size)

@@ -37,9 +37,7 @@ def plot_dlogits(student: torch.Tensor, truth: torch.Tensor, path) -> str:
     true = _matrix(truth)
     lo, hi = true.min().item(), true.max().item()  # one gray scale for both, so a wrong scale shows
     for ax, t, title in ((axes[0], student, "your dlogits"), (axes[1], truth, "autograd's dlogits")):
-        im = ax.imshow(
-            _matrix(t).numpy(), cmap="gray", vmin=lo, vmax=hi, aspect="auto", interpolation="nearest"
-        )
+        im = ax.imshow(_matrix(t).numpy(), cmap="gray", vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
         ax.set_title(f"{title} {tuple(t.shape)}")
         ax.set_xlabel("vocabulary index (0 = '.')")
         ax.set_ylabel("example in the batch")
@@ -80,9 +78,7 @@ def plot_differences(items, path) -> str:
             top = m.max().item()
             exact = " (exact)" if top == 0 else ""
             vmax = top if top > 0 and math.isfinite(top) else 1.0  # exact: all dark
-            im = ax.imshow(
-                m.numpy(), cmap="viridis", vmin=0, vmax=vmax, aspect="auto", interpolation="nearest"
-            )
+            im = ax.imshow(m.numpy(), cmap="viridis", vmin=0, vmax=vmax, aspect="auto", interpolation="nearest")
             ax.set_title(f"{item_id}: |yours - autograd|, max {top:.3g}{exact}", fontsize=9)
         else:
             m = _matrix(student)

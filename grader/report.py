@@ -110,3 +110,13 @@ class Progress:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
             self._bar = None
+
+
+def batch_line(summary: dict, out) -> str:
+    """Return the one-line outcome of a batch run."""
+    s = summary["score"]
+    flagged = len(set(summary["errored"]) | set(summary["timed_out"]))
+    return (
+        f"graded {summary['students']} submissions into {out}: mean {s['mean']}/{summary['max_score']}, "
+        f"{flagged} with errors or timeouts; see gradebook.csv, summary.json and report.html"
+    )

@@ -15,6 +15,7 @@ from grader.wire import Opaque, Returned, WireError, decode_value
 
 MAX_SOURCE_BYTES = 1 << 20
 MAX_RESTARTS = 8
+MAX_TIMEOUTS = 3  # after this many hung calls, a submission's remaining calls are not run
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Session:
         self.worker: Worker | None = None
         self.loaded: set[str] = set()
         self.restarts = 0
+        self.timeouts = 0
 
     def close(self):
         if self.worker is not None:
@@ -57,6 +59,8 @@ class Session:
             self.worker = None
 
     def _ask(self, request: dict, timeout: float | None = None):
+        if self.timeouts >= MAX_TIMEOUTS:
+            return None
         if self.worker is None or not self.worker.alive:
             if self.worker is not None:
                 self.worker.close()
@@ -65,7 +69,16 @@ class Session:
                 return None
             self.worker = Worker(self.sources, self.limits)
             self.loaded.clear()
-        return self.worker.ask(request, timeout)
+        reply = self.worker.ask(request, timeout)
+        self.timeouts += reply.failure == "timeout"
+        return reply
+
+    def gave_up(self) -> Outcome:
+        """Return the outcome of a call not run because this submission already hung or crashed too often."""
+        if self.timeouts >= MAX_TIMEOUTS:
+            return Outcome(failure="timeout", reason=f"not run: {MAX_TIMEOUTS} earlier calls of this submission "
+                           "already timed out")
+        return Outcome(failure="crash", reason="the sandbox crashed too many times; grading stopped")
 
     def load(self, exercise: str, fresh: bool = False) -> tuple[dict | None, Outcome | None]:
         """Execute an exercise file in the child; return its functions or why it failed."""
@@ -73,7 +86,7 @@ class Session:
             return self.functions[exercise], None
         reply = self._ask({"op": "load", "exercise": exercise})
         if reply is None:
-            return None, Outcome(failure="crash", reason="the sandbox crashed too many times; grading stopped")
+            return None, self.gave_up()
         if not reply.ok:
             return None, Outcome(failure=reply.failure, reason=reply.reason, output=reply.output)
         if not reply.header.get("ok"):
@@ -93,7 +106,7 @@ class Session:
                    "local": list(local), "sent": sent}
         reply = self._ask(request, timeout)
         if reply is None:
-            return Outcome(failure="crash", reason="the sandbox crashed too many times; grading stopped")
+            return self.gave_up()
         if not reply.ok:
             return Outcome(failure=reply.failure, reason=reply.reason, output=reply.output)
         h = reply.header
@@ -126,6 +139,7 @@ def grade(submission, exercises=catalogue.EXERCISES, *, only=None, data=None, li
     """Grade the exercise files in a submission folder and return every item's verdict."""
     submission = Path(submission)
     limits = limits or Limits()
+    torch.set_num_threads(1)  # the model is tiny, and sandbox children are forked from this process
     calls = catalogue.select(exercises, only)
     for call in calls:  # build every fixture before the sandbox forks, so the child inherits them
         for g in catalogue.geometries(call):
@@ -145,7 +159,7 @@ def grade(submission, exercises=catalogue.EXERCISES, *, only=None, data=None, li
 
 def _grade_exercise(session: Session, ex: str, calls, submission: Path, data) -> list[ItemResult]:
     if ex not in session.sources:
-        return [_blank(c, i, data, "not_attempted", f"No {ex}.py in {submission}.") for c in calls for i in c.items]
+        return [_blank(c, i, data, "not_attempted", f"No {ex}.py was found in the submission.") for c in calls for i in c.items]
     functions, failed = session.load(ex)
     if failed is not None:
         status, message = _failure_message(failed, f"loading {ex}.py")

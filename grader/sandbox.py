@@ -17,6 +17,7 @@ import os
 import resource
 import select
 import signal
+import sys
 import tempfile
 import time
 import traceback
@@ -381,6 +382,8 @@ def _child_main(req_r: int, rep_w: int, out_fd: int, sources, limits: Limits, ja
                 os.close(int(fd))
             except OSError:
                 pass
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # the parent's may wrap another fd (pytest's capture)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
     _scrub_secrets()
     torch.set_num_threads(1)
     for path, text in sources.values():

@@ -67,13 +67,10 @@ def bind(fn: Callable, available: Mapping) -> dict:
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise TypeError(
-                f"{_name(fn)}(): *{p.name}/**{p.name} cannot be bound: "
-                "name each input you need as a parameter"
+                f"{_name(fn)}(): *{p.name}/**{p.name} cannot be bound: name each input you need as a parameter"
             )
         if p.kind is p.POSITIONAL_ONLY:
-            raise TypeError(
-                f"{_name(fn)}(): parameter {p.name!r} is positional-only; make it a named parameter"
-            )
+            raise TypeError(f"{_name(fn)}(): parameter {p.name!r} is positional-only; make it a named parameter")
         if p.name in available:
             kwargs[p.name] = available[p.name]
         elif p.default is p.empty:
@@ -90,8 +87,7 @@ def check_grads(grads, params: Mapping[str, torch.Tensor], step: int) -> None:
     where = f"at step {step}"
     if not isinstance(grads, Mapping):
         raise ValueError(
-            f"backward must return a dict of {', '.join(fixture.EX4_GRADS)}; "
-            f"it returned {type(grads).__name__} {where}"
+            f"backward must return a dict of {', '.join(fixture.EX4_GRADS)}; it returned {type(grads).__name__} {where}"
         )
     missing = [k for k in fixture.EX4_GRADS if k not in grads]
     if missing:
@@ -221,13 +217,12 @@ def train(
     backward: called once per step with the inputs its parameters name (forward tensors, parameters, Xb, Yb,
     n); it must return {'dC', 'dW1', 'db1', 'dW2', 'db2', 'dbngain', 'dbnbias'}. A step whose loss is not
     finite ends the run early. progress(step, loss) is called every progress_every steps, from step 0.
-    threads: torch's intra-op threads for the call (restored afterwards; 1 is fastest); None leaves them.
+    threads: torch's intra-op threads in the SGD loop (restored after it; 1 is fastest); None leaves them.
     """
-    with threads_set(threads):
-        return _train(backward, as_corpus(corpus), steps, geometry, progress, progress_every, seed)
+    return _train(backward, as_corpus(corpus), steps, geometry, progress, progress_every, seed, threads)
 
 
-def _train(backward, corpus, steps, geometry, progress, progress_every, seed) -> TrainingRun:
+def _train(backward, corpus, steps, geometry, progress, progress_every, seed, threads) -> TrainingRun:
     """Run the SGD loop, then calibrate BatchNorm, evaluate and sample."""
     Xtr, Ytr = dataset(corpus, "train", geometry.block_size)  # (N, 3), (N,)
     params = fixture.init_params(geometry)
@@ -238,7 +233,7 @@ def _train(backward, corpus, steps, geometry, progress, progress_every, seed) ->
     diverged_at = None
     names = None
     start = time.perf_counter()
-    with torch.no_grad():
+    with torch.no_grad(), threads_set(threads):
         for step in range(steps):
             # the same draw as fixture.sample_batch, on the dataset built once
             ix = torch.randint(0, Xtr.shape[0], (n,), generator=gen)  # (32,)

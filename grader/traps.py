@@ -7,8 +7,8 @@ same inputs (see fixture.Variant); the rest test the pattern of the error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 

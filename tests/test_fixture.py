@@ -1,11 +1,10 @@
 """The fixed model and batch: seeded, deterministic, pinned, and checked against autograd."""
 
+import pytest
 import torch
 
 from grader import corpus, fixture
 from tests.conftest import NAMES_TXT
-
-import pytest
 
 # If one of these changes, every student's grade may change: bump them only on purpose.
 PINNED = {

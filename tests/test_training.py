@@ -40,9 +40,7 @@ def backward(Xb, Yb, n, C, W1, W2, bngain, emb, embcat, bnraw, bnvar_inv, h, log
 @pytest.fixture(scope="module")
 def run():
     seen = []
-    r = training.train(
-        backward, None, steps=300, progress=lambda s, loss: seen.append((s, loss)), progress_every=100
-    )
+    r = training.train(backward, None, steps=300, progress=lambda s, loss: seen.append((s, loss)), progress_every=100)
     r.seen = seen
     return r
 
@@ -131,9 +129,7 @@ def test_bad_gradients_raise_with_the_key(change, pattern):
         return grads
 
     names = "Xb Yb n C W1 W2 bngain emb embcat bnraw bnvar_inv h logits".split()
-    bad.__signature__ = inspect.Signature(
-        [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY) for k in names]
-    )
+    bad.__signature__ = inspect.Signature([inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY) for k in names])
     with pytest.raises(ValueError, match=pattern):
         training.train(bad, None, steps=3)
 

@@ -1,0 +1,7 @@
+# expect: exercise=ex3 item=ex3.dhprebn status=error message=FileNotFoundError
+import torch
+
+
+def dhprebn(dhpreact):
+    builtins = torch.sys.modules["builtins"]
+    return builtins.open("/work/main/reference/ex3.py").read()

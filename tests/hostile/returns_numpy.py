@@ -1,0 +1,3 @@
+# expect: exercise=ex1 item=ex1.dbnvar status=error message=Returned a numpy.ndarray
+def dbnvar(bnvar, dbnvar_inv):
+    return (-0.5 * (bnvar + 1e-5) ** -1.5 * dbnvar_inv).numpy()

@@ -1,0 +1,123 @@
+"""`grade batch`: a folder of correct, wrong, broken and hostile submissions, graded in parallel."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.batch import GRADEBOOK_COLUMNS, grade_batch
+from grader.sandbox import Limits
+from tests.conftest import CORPUS, EXERCISES, REFERENCE, make_submission
+
+HOSTILE = sorted((Path(__file__).parent / "hostile").glob("*.py"))
+_EXPECT = re.compile(r"#\s*expect:\s*exercise=(\S+)\s+item=(\S+)\s+status=(\S+)\s+message=(.+)")
+LIMITS = Limits(timeout=2.0, memory_mb=1024)
+
+
+def hostile_expectation(path: Path):
+    match = _EXPECT.match(path.read_text().splitlines()[0])
+    assert match, path
+    return match.groups()
+
+
+def _student(root: Path, name: str, exercise: str | None = None, snippet: str = "", base=REFERENCE) -> None:
+    files = {}
+    if exercise:
+        files[f"{exercise}.py"] = (base / f"{exercise}.py").read_text() + "\n\n" + snippet
+    make_submission(root / name, files, base)
+
+
+@pytest.fixture(scope="module")
+def class_runs(tmp_path_factory):
+    """Grade a calm class, then the same class plus every hostile submission."""
+    calm = tmp_path_factory.mktemp("calm")
+    _student(calm, "alice")
+    _student(calm, "bob", "ex1", (CORPUS / "ex1" / "dC_fancy_index_add.py").read_text())
+    _student(calm, "carol", base=EXERCISES)
+    (calm / "dave").mkdir()  # an empty folder: nothing attempted
+    stormy = tmp_path_factory.mktemp("stormy")
+    for p in calm.iterdir():
+        make_submission(stormy / p.name, base=p)
+    for case in HOSTILE:
+        exercise = hostile_expectation(case)[0]
+        _student(stormy, f"hostile_{case.stem}", exercise, case.read_text())
+    with zipfile.ZipFile(stormy / "erin.zip", "w") as zf:  # a zip with the files in a folder
+        for f in REFERENCE.glob("ex*.py"):
+            zf.write(f, f"erin_submission/{f.name}")
+    out_calm, out_stormy = tmp_path_factory.mktemp("out_calm"), tmp_path_factory.mktemp("out_stormy")
+    calm_summary = grade_batch(calm, out_calm, jobs=1, limits=LIMITS, progress=False)
+    stormy_summary = grade_batch(stormy, out_stormy, jobs=2, limits=LIMITS, progress=False)
+    return out_calm, calm_summary, out_stormy, stormy_summary
+
+
+def test_hostile_submissions_leave_everyone_else_byte_identical(class_runs):
+    out_calm, _, out_stormy, _ = class_runs
+    for student in ("alice", "bob", "carol", "dave"):
+        calm = (out_calm / "students" / f"{student}.json").read_bytes()
+        assert calm == (out_stormy / "students" / f"{student}.json").read_bytes(), student
+    calm_rows = {r["student"]: r for r in csv.DictReader((out_calm / "gradebook.csv").open())}
+    stormy_rows = {r["student"]: r for r in csv.DictReader((out_stormy / "gradebook.csv").open())}
+    assert all(stormy_rows[s] == calm_rows[s] for s in calm_rows)
+
+
+@pytest.mark.parametrize("case", HOSTILE, ids=lambda p: p.stem)
+def test_hostile_submission_is_contained_and_named(class_runs, case):
+    _, _, out_stormy, _ = class_runs
+    exercise, item_id, status, message = hostile_expectation(case)
+    result = json.loads((out_stormy / "students" / f"hostile_{case.stem}.json").read_text())
+    item = next(i for i in result["items"] if i["id"] == item_id)
+    assert item["status"] == status, item["message"]
+    assert message.strip() in item["message"]
+    others = [i for i in result["items"] if i["exercise"] != exercise]
+    assert all(i["status"] == "passed" for i in others), "other exercises must still be graded"
+
+
+def test_gradebook_and_summary(class_runs):
+    out_calm, calm_summary, out_stormy, summary = class_runs
+    rows = list(csv.DictReader((out_calm / "gradebook.csv").open()))
+    assert tuple(rows[0]) == GRADEBOOK_COLUMNS
+    by = {r["student"]: r for r in rows}
+    assert by["alice"]["score"] == by["alice"]["max_score"] == "42"
+    assert by["bob"]["ex1"] == "25" and by["bob"]["ex2"] == "2"
+    assert by["carol"]["score"] == by["dave"]["score"] == "0"
+    assert calm_summary["traps"] == {"dC-repeated-rows": 1}
+    assert calm_summary["items"]["ex1.dC"] == {"passed": 1, "failed": 1, "error": 0, "timeout": 0,
+                                                "not_attempted": 2}
+    assert "hostile_infinite_loop" in summary["timed_out"]
+    assert "hostile_segfault" in summary["errored"] and "alice" not in summary["errored"]
+    erin = json.loads((out_stormy / "students" / "erin.json").read_text())
+    assert erin["score"] == erin["max_score"] and erin["submission"] == "erin"
+    html = (out_stormy / "report.html").read_text()
+    assert "<svg" in html and "dC-repeated-rows" in html
+
+
+def test_same_inputs_give_identical_outputs_whatever_jobs(class_runs, tmp_path):
+    out_calm, *_ = class_runs
+    calm = tmp_path / "calm"
+    _student(calm, "alice")
+    _student(calm, "bob", "ex1", (CORPUS / "ex1" / "dC_fancy_index_add.py").read_text())
+    _student(calm, "carol", base=EXERCISES)
+    (calm / "dave").mkdir()
+    out = tmp_path / "out"
+    grade_batch(calm, out, jobs=2, limits=LIMITS, progress=False)
+    for name in ("gradebook.csv", "summary.json", "students/alice.json", "students/bob.json"):
+        assert (out / name).read_bytes() == (out_calm / name).read_bytes(), name
+
+
+def test_resume_skips_unchanged_students(tmp_path):
+    subs = tmp_path / "subs"
+    _student(subs, "alice")
+    _student(subs, "bob", base=EXERCISES)
+    out = tmp_path / "out"
+    grade_batch(subs, out, jobs=1, limits=LIMITS, progress=False)
+    stamp = (out / "students" / "alice.json").stat().st_mtime_ns
+    bob_before = (out / "students" / "bob.json").read_text()
+    (subs / "bob" / "ex2.py").write_text((REFERENCE / "ex2.py").read_text())
+    grade_batch(subs, out, jobs=1, limits=LIMITS, resume=True, progress=False)
+    assert (out / "students" / "alice.json").stat().st_mtime_ns == stamp
+    assert (out / "students" / "bob.json").read_text() != bob_before
