@@ -76,8 +76,11 @@ def unpack(entry: Entry, into: Path) -> Path:
         return into
     with zipfile.ZipFile(entry.path) as zf:
         members = sorted(
-            (m for m in zf.infolist() if not m.is_dir() and Path(m.filename).name in {f"{e}.py" for e in
-                                                                                    catalogue.EXERCISES}),
+            (
+                m
+                for m in zf.infolist()
+                if not m.is_dir() and Path(m.filename).name in {f"{e}.py" for e in catalogue.EXERCISES}
+            ),
             key=lambda m: (m.filename.count("/"), m.filename),
         )
         taken, total = set(), 0
@@ -88,7 +91,7 @@ def unpack(entry: Entry, into: Path) -> Path:
             total += m.file_size
             if total > MAX_ZIP_BYTES:
                 break
-            (into / name).write_bytes(zf.read(m)[: MAX_ZIP_BYTES])
+            (into / name).write_bytes(zf.read(m)[:MAX_ZIP_BYTES])
             taken.add(name)
     return into
 
@@ -114,8 +117,16 @@ def _write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2) + "\n")
 
 
-def grade_batch(submissions: Path, out: Path, *, jobs: int = 2, limits: Limits | None = None,
-                resume: bool = False, data: str | None = None, progress: bool = True) -> dict:
+def grade_batch(
+    submissions: Path,
+    out: Path,
+    *,
+    jobs: int = 2,
+    limits: Limits | None = None,
+    resume: bool = False,
+    data: str | None = None,
+    progress: bool = True,
+) -> dict:
     """Grade every submission in a folder into OUT and return the class summary."""
     limits = limits or Limits()
     entries = discover(submissions)
@@ -125,9 +136,13 @@ def grade_batch(submissions: Path, out: Path, *, jobs: int = 2, limits: Limits |
     manifest = json.loads(manifest_path.read_text()) if resume and manifest_path.exists() else {}
     digests = {e.student: e.digest(options) for e in entries}
     todo = [
-        e for e in entries
-        if not (resume and manifest.get(e.student) == digests[e.student]
-                and (out / "students" / f"{e.student}.json").exists())
+        e
+        for e in entries
+        if not (
+            resume
+            and manifest.get(e.student) == digests[e.student]
+            and (out / "students" / f"{e.student}.json").exists()
+        )
     ]
     torch.set_num_threads(1)  # GNU OpenMP does not survive fork; the tensors here are tiny anyway
     for call in catalogue.select(catalogue.EXERCISES):  # warm the parent once; workers inherit it
@@ -223,8 +238,13 @@ def summarize(students: dict[str, dict]) -> dict:
 def html_report(summary: dict) -> str:
     """Return a self-contained HTML page: per-item pass rates as bars and the most common traps."""
     n = max(summary["students"], 1)
-    colours = {"passed": "#2e7d32", "failed": "#c62828", "error": "#6a1b9a", "timeout": "#ef6c00",
-               "not_attempted": "#bdbdbd"}
+    colours = {
+        "passed": "#2e7d32",
+        "failed": "#c62828",
+        "error": "#6a1b9a",
+        "timeout": "#ef6c00",
+        "not_attempted": "#bdbdbd",
+    }
     rows, bar_w, row_h = [], 420, 18
     for k, (item, counts) in enumerate(summary["items"].items()):
         y, x = k * row_h, 0.0
@@ -232,17 +252,22 @@ def html_report(summary: dict) -> str:
         for status, colour in colours.items():
             w = bar_w * counts.get(status, 0) / n
             if w:
-                rows.append(f'<rect x="{150 + x:.1f}" y="{y + 2}" width="{w:.1f}" height="{row_h - 4}" '
-                            f'fill="{colour}"><title>{status}: {counts[status]}</title></rect>')
+                rows.append(
+                    f'<rect x="{150 + x:.1f}" y="{y + 2}" width="{w:.1f}" height="{row_h - 4}" '
+                    f'fill="{colour}"><title>{status}: {counts[status]}</title></rect>'
+                )
             x += w
         rate = 100 * counts.get("passed", 0) / n
         rows.append(f'<text x="{160 + bar_w}" y="{y + 13}" font-size="12">{rate:.0f}% passed</text>')
     height = row_h * len(summary["items"]) + 4
     legend = " ".join(f'<span style="color:{c}">&#9632; {s.replace("_", " ")}</span>' for s, c in colours.items())
-    traps = "".join(
-        f"<tr><td><code>{html.escape(t)}</code></td><td>{c}</td><td>{100 * c / n:.0f}%</td></tr>"
-        for t, c in summary["traps"].items()
-    ) or '<tr><td colspan="3">no traps hit</td></tr>'
+    traps = (
+        "".join(
+            f"<tr><td><code>{html.escape(t)}</code></td><td>{c}</td><td>{100 * c / n:.0f}%</td></tr>"
+            for t, c in summary["traps"].items()
+        )
+        or '<tr><td colspan="3">no traps hit</td></tr>'
+    )
     flagged = ", ".join(html.escape(s) for s in sorted(set(summary["errored"]) | set(summary["timed_out"])))
     s = summary["score"]
     return f"""<!doctype html>

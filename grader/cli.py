@@ -25,7 +25,9 @@ def main():
 
 def _data_option(f):
     return click.option(
-        "--data", type=click.Path(exists=True, dir_okay=False), default=None,
+        "--data",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
         help="Names corpus, one name per line (the lecture's names.txt). Default: the census names.",
     )(f)
 
@@ -33,8 +35,14 @@ def _data_option(f):
 def _make_grade_command(which: str):
     exercises = catalogue.EXERCISES if which == "all" else (which,)
 
-    @click.option("--submission", "-s", type=click.Path(file_okay=False), default="exercises", show_default=True,
-                  help="Folder holding ex1.py .. ex4.py.")
+    @click.option(
+        "--submission",
+        "-s",
+        type=click.Path(file_okay=False),
+        default="exercises",
+        show_default=True,
+        help="Folder holding ex1.py .. ex4.py.",
+    )
     @click.option("--only", multiple=True, metavar="NAME", help="Grade only this function or item (repeatable).")
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object and nothing else.")
     @click.option("--hints", is_flag=True, help="Explain each trap at length.")
@@ -57,8 +65,9 @@ def _make_grade_command(which: str):
         if extra.get("full"):
             from grader.training_cli import run_full
 
-            result.extra["training"] = run_full(Path(submission), data=data, steps=extra["steps"],
-                                                quiet=as_json, plot=extra.get("curve"))
+            result.extra["training"] = run_full(
+                Path(submission), data=data, steps=extra["steps"], quiet=as_json, plot=extra.get("curve")
+            )
         if as_json:
             report.emit_json(result.to_dict())
         else:
@@ -67,15 +76,20 @@ def _make_grade_command(which: str):
 
     command.__doc__ = _GRADE_HELP[which]
     if which in ("ex1", "ex2"):
-        command = click.option("--plot", type=click.Path(dir_okay=False), default=None,
-                               help="Write a PNG: ex1, where each failing gradient differs; ex2, dlogits.")(command)
+        command = click.option(
+            "--plot",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Write a PNG: ex1, where each failing gradient differs; ex2, dlogits.",
+        )(command)
     if which == "ex4":
-        command = click.option("--full", is_flag=True, help="Also train the network with your backward only.")(
-            command)
-        command = click.option("--steps", type=int, default=200_000, show_default=True,
-                               help="Training steps for --full.")(command)
-        command = click.option("--curve", type=click.Path(dir_okay=False), default=None,
-                               help="With --full, write the loss curve PNG here.")(command)
+        command = click.option("--full", is_flag=True, help="Also train the network with your backward only.")(command)
+        command = click.option(
+            "--steps", type=int, default=200_000, show_default=True, help="Training steps for --full."
+        )(command)
+        command = click.option(
+            "--curve", type=click.Path(dir_okay=False), default=None, help="With --full, write the loss curve PNG here."
+        )(command)
     return main.command(name=which)(command)
 
 
@@ -106,8 +120,13 @@ ROOT = Path(__file__).resolve().parent.parent  # the source checkout: reference/
 
 @main.command(name="batch")
 @click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for gradebook.csv, students/, summary.json and report.html.")
+@click.option(
+    "--out",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for gradebook.csv, students/, summary.json and report.html.",
+)
 @click.option("--jobs", "-j", type=int, default=2, show_default=True, help="Submissions graded at once.")
 @click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per function call.")
 @click.option("--memory", type=int, default=2048, show_default=True, help="MB each sandbox may allocate.")
@@ -118,8 +137,9 @@ def batch_cmd(submissions, out, jobs, timeout, memory, resume, data):
     from grader.batch import grade_batch
     from grader.sandbox import Limits
 
-    summary = grade_batch(submissions, out, jobs=jobs, limits=Limits(timeout=timeout, memory_mb=memory),
-                          resume=resume, data=data)
+    summary = grade_batch(
+        submissions, out, jobs=jobs, limits=Limits(timeout=timeout, memory_mb=memory), resume=resume, data=data
+    )
     report.note(report.batch_line(summary, out))
 
 
@@ -138,8 +158,12 @@ def release_cmd(outdir):
 
 @main.command(name="gradescope")
 @click.argument("out_zip", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--visibility", type=click.Choice(["hidden", "after_due_date", "after_published", "visible"]),
-              default="visible", show_default=True)
+@click.option(
+    "--visibility",
+    type=click.Choice(["hidden", "after_due_date", "after_published", "visible"]),
+    default="visible",
+    show_default=True,
+)
 def gradescope_cmd(out_zip, visibility):
     """Build the Gradescope autograder zip OUT_ZIP."""
     from grader import gradescope

@@ -48,11 +48,10 @@ def table(result: SubmissionResult, *, hints: bool = False, color: bool | None =
             lines += textwrap.wrap(item.message, width - 6, initial_indent="    ", subsequent_indent="    ")
             if item.output.strip() and item.status in ("error", "timeout"):
                 tail = item.output.strip().splitlines()[-3:]
-                lines += ["    it printed: " + t[:width - 20] for t in tail]
+                lines += ["    it printed: " + t[: width - 20] for t in tail]
         if hints and item.hints:
             for hint in item.hints:
-                lines += textwrap.wrap("why: " + hint, width - 6, initial_indent="      ",
-                                       subsequent_indent="      ")
+                lines += textwrap.wrap("why: " + hint, width - 6, initial_indent="      ", subsequent_indent="      ")
     lines.append("")
     lines.append(summary_line(result, color=color))
     return "\n".join(lines)
@@ -94,8 +93,7 @@ class Progress:
         self.tty = self.stream.isatty()
         self._bar = None
         if self.tty:
-            self._bar = click.progressbar(length=total, label=label, file=self.stream, show_eta=True,
-                                          show_pos=True)
+            self._bar = click.progressbar(length=total, label=label, file=self.stream, show_eta=True, show_pos=True)
             self._bar.__enter__()
 
     def advance(self, what: str = ""):

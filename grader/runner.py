@@ -76,8 +76,9 @@ class Session:
     def gave_up(self) -> Outcome:
         """Return the outcome of a call not run because this submission already hung or crashed too often."""
         if self.timeouts >= MAX_TIMEOUTS:
-            return Outcome(failure="timeout", reason=f"not run: {MAX_TIMEOUTS} earlier calls of this submission "
-                           "already timed out")
+            return Outcome(
+                failure="timeout", reason=f"not run: {MAX_TIMEOUTS} earlier calls of this submission already timed out"
+            )
         return Outcome(failure="crash", reason="the sandbox crashed too many times; grading stopped")
 
     def load(self, exercise: str, fresh: bool = False) -> tuple[dict | None, Outcome | None]:
@@ -102,8 +103,14 @@ class Session:
             _, failed = self.load(exercise)
             if failed is not None:
                 return failed
-        request = {"op": "call", "exercise": exercise, "function": function, "fixture": fx_index,
-                   "local": list(local), "sent": sent}
+        request = {
+            "op": "call",
+            "exercise": exercise,
+            "function": function,
+            "fixture": fx_index,
+            "local": list(local),
+            "sent": sent,
+        }
         reply = self._ask(request, timeout)
         if reply is None:
             return self.gave_up()
@@ -134,8 +141,15 @@ def _error(header: dict) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def grade(submission, exercises=catalogue.EXERCISES, *, only=None, data=None, limits: Limits | None = None,
-          name: str | None = None) -> SubmissionResult:
+def grade(
+    submission,
+    exercises=catalogue.EXERCISES,
+    *,
+    only=None,
+    data=None,
+    limits: Limits | None = None,
+    name: str | None = None,
+) -> SubmissionResult:
     """Grade the exercise files in a submission folder and return every item's verdict."""
     submission = Path(submission)
     limits = limits or Limits()
@@ -159,7 +173,11 @@ def grade(submission, exercises=catalogue.EXERCISES, *, only=None, data=None, li
 
 def _grade_exercise(session: Session, ex: str, calls, submission: Path, data) -> list[ItemResult]:
     if ex not in session.sources:
-        return [_blank(c, i, data, "not_attempted", f"No {ex}.py was found in the submission.") for c in calls for i in c.items]
+        return [
+            _blank(c, i, data, "not_attempted", f"No {ex}.py was found in the submission.")
+            for c in calls
+            for i in c.items
+        ]
     functions, failed = session.load(ex)
     if failed is not None:
         status, message = _failure_message(failed, f"loading {ex}.py")
@@ -185,8 +203,9 @@ def _grade_call(session: Session, call: catalogue.Call, functions: dict, data) -
         session.load(call.exercise, fresh=True)
         steps = []
         for inputs, _ in fx_a.steps:
-            out = session.call(call.exercise, call.function, None, (), {k: inputs[k] for k in names},
-                               timeout=session.limits.timeout)
+            out = session.call(
+                call.exercise, call.function, None, (), {k: inputs[k] for k in names}, timeout=session.limits.timeout
+            )
             steps.append(out)
             if out.failure or out.error:
                 break
@@ -238,13 +257,23 @@ def _pick(out: Outcome, call: catalogue.Call, item: catalogue.Item) -> Outcome:
     value = out.value
     if not isinstance(value, dict):
         kind = value.type_name if isinstance(value, Opaque) else "torch.Tensor"
-        return Outcome(error={"type": "TypeError", "message": f"backward returned a {kind}; return a dict "
-                              f"with keys {', '.join(fixture.EX4_GRADS)}"}, mutated=out.mutated,
-                       autograd=out.autograd, output=out.output)
+        return Outcome(
+            error={
+                "type": "TypeError",
+                "message": f"backward returned a {kind}; return a dict with keys {', '.join(fixture.EX4_GRADS)}",
+            },
+            mutated=out.mutated,
+            autograd=out.autograd,
+            output=out.output,
+        )
     if item.name not in value:
         keys = ", ".join(sorted(value)) or "none"
-        return Outcome(error={"type": "KeyError", "message": f"backward's dict has no key '{item.name}' "
-                              f"(it has: {keys})"}, mutated=out.mutated, autograd=out.autograd, output=out.output)
+        return Outcome(
+            error={"type": "KeyError", "message": f"backward's dict has no key '{item.name}' (it has: {keys})"},
+            mutated=out.mutated,
+            autograd=out.autograd,
+            output=out.output,
+        )
     return Outcome(value=value[item.name], mutated=out.mutated, autograd=out.autograd, output=out.output)
 
 
@@ -254,8 +283,16 @@ def _pick(out: Outcome, call: catalogue.Call, item: catalogue.Item) -> Outcome:
 
 def _blank(call, item, data, status, message, output="") -> ItemResult:
     fx = catalogue.build_fixture(call, catalogue.geometries(call)[0], data)
-    return ItemResult(item.id, item.exercise, item.name, status, _expected_shape(item, fx), item.points,
-                      message=message, output=output)
+    return ItemResult(
+        item.id,
+        item.exercise,
+        item.name,
+        status,
+        _expected_shape(item, fx),
+        item.points,
+        message=message,
+        output=output,
+    )
 
 
 def _expected_shape(item: catalogue.Item, fx: fixture.Fixture) -> list:
@@ -308,8 +345,9 @@ def _tensor_problem(out: Outcome, item, expected) -> str | None:
 def judge(item: catalogue.Item, out_a: Outcome, out_b: Outcome, fx_a, fx_b) -> ItemResult:
     """Judge one gradient item from its outcomes on the graded and the hidden geometry."""
     truth = fx_a.truth["d" + item.var]
-    result = ItemResult(item.id, item.exercise, item.name, "failed", list(truth.shape), item.points,
-                        output=out_a.output)
+    result = ItemResult(
+        item.id, item.exercise, item.name, "failed", list(truth.shape), item.points, output=out_a.output
+    )
     findings: list[traps.Finding] = []
     if out_a.autograd:
         findings.append(traps.finding("uses-autograd", calls=", ".join(out_a.autograd)))

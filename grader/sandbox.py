@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import functools
 import inspect
 import linecache
 import os
@@ -32,9 +33,31 @@ from grader import fixture, wire
 
 # Modules a submission may import; each is imported here, before a child's file system goes away.
 ALLOWED_IMPORTS = (
-    "torch", "torch.nn", "torch.nn.functional", "torch.autograd", "torch.func", "torch.linalg", "torch.special",
-    "math", "cmath", "numpy", "functools", "itertools", "collections", "collections.abc", "operator", "typing",
-    "dataclasses", "random", "string", "statistics", "fractions", "numbers", "enum", "abc", "__future__",
+    "torch",
+    "torch.nn",
+    "torch.nn.functional",
+    "torch.autograd",
+    "torch.func",
+    "torch.linalg",
+    "torch.special",
+    "math",
+    "cmath",
+    "numpy",
+    "functools",
+    "itertools",
+    "collections",
+    "collections.abc",
+    "operator",
+    "typing",
+    "dataclasses",
+    "random",
+    "string",
+    "statistics",
+    "fractions",
+    "numbers",
+    "enum",
+    "abc",
+    "__future__",
 )
 for _name in ALLOWED_IMPORTS:
     try:
@@ -130,8 +153,11 @@ class Worker:
         os.set_blocking(req_w, False)
         self.alive = True
 
-    def ask(self, request: dict, timeout: float | None = None) -> Reply:
-        """Send a request and wait for its reply, killing the child if it takes longer than the timeout."""
+    def ask(self, request: dict, timeout: float | None = None, on_progress=None) -> Reply:
+        """Send a request and wait for its reply, killing the child if it takes longer than the timeout.
+
+        Frames whose header has a "progress" key come before the reply; each goes to on_progress(header).
+        """
         if not self.alive:
             return Reply(failure="crash", reason="the sandbox process had already stopped")
         timeout = self.limits.timeout if timeout is None else timeout
@@ -141,10 +167,15 @@ class Worker:
         data = wire.pack(request, enc.blob())
         try:
             self._write(data, deadline)
-            prefix = self._read(wire.PREFIX_SIZE, deadline)
-            nhead, nblob = wire.read_lengths(prefix)
-            header = wire.decode_header(self._read(nhead, deadline))
-            blob = self._read(nblob, deadline) if nblob else b""
+            while True:
+                prefix = self._read(wire.PREFIX_SIZE, deadline)
+                nhead, nblob = wire.read_lengths(prefix)
+                header = wire.decode_header(self._read(nhead, deadline))
+                blob = self._read(nblob, deadline) if nblob else b""
+                if "progress" not in header:
+                    break
+                if on_progress is not None:
+                    on_progress(header)
         except TimeoutError:
             self.kill()
             return Reply(failure="timeout", reason=f"no answer within {timeout:g} s", output=self._output())
@@ -433,7 +464,8 @@ class ChildServer:
             if request is None:
                 os._exit(0)
             op = request.get("op")
-            header, blob = self.load(request) if op == "load" else self.call(request)
+            handler = {"load": self.load, "call": self.call, "train": self.train}[op]
+            header, blob = handler(request)
             self._send(header, blob)
 
     def _receive(self):
@@ -505,6 +537,10 @@ class ChildServer:
                 params.append({"name": p.name, "default": p.default is not p.empty})
         return {"params": params, "error": error}
 
+    def train(self, request) -> tuple[dict, bytes]:
+        """Train the Ex4 network with the student's backward."""
+        return _train_request(self, request)
+
     def call(self, request) -> tuple[dict, bytes]:
         """Call one student function with named inputs and report the result, mutations and autograd use."""
         exercise, function = request["exercise"], request["function"]
@@ -543,6 +579,45 @@ class ChildServer:
         header["mutated"] = mutated
         header["autograd"] = sorted(set(_AUTOGRAD_CALLS))
         return header, enc.blob()
+
+
+def _train_request(server: ChildServer, request) -> tuple[dict, bytes]:
+    """Run `grade ex4 --full`'s SGD loop on the student's backward; the parent evaluates the result."""
+    from grader import corpus as corpus_mod
+    from grader import training
+
+    fn = server.modules.get("ex4", {}).get("backward")
+    path = server.sources["ex4"][0]
+
+    @functools.wraps(fn)
+    def student_backward(**kwargs):
+        _IN_STUDENT[0] = True
+        try:
+            return fn(**kwargs)
+        finally:
+            _IN_STUDENT[0] = False
+
+    every = max(1, request["steps"] // 100)
+
+    def progress(step, loss):
+        server._send({"progress": step, "loss": loss})
+
+    enc = wire.Encoder()
+    try:
+        corpus = corpus_mod.load(request.get("data"))
+        params, losses, diverged_at, seconds = training.sgd(
+            student_backward, corpus, request["steps"], progress=progress, progress_every=every
+        )
+    except BaseException as exc:  # noqa: B036 - the student's code runs inside this loop
+        return {"ok": False, "error": describe_exception(exc, path), "autograd": sorted(set(_AUTOGRAD_CALLS))}, b""
+    header = {
+        "ok": True,
+        "params": {k: enc.value(v) for k, v in params.items()},
+        "losses": enc.value(torch.tensor(losses, dtype=torch.float32)),
+        "diverged_at": diverged_at,
+        "seconds": seconds,
+    }
+    return header, enc.blob()
 
 
 def _fresh(value):

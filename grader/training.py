@@ -224,6 +224,23 @@ def train(
 
 def _train(backward, corpus, steps, geometry, progress, progress_every, seed, threads) -> TrainingRun:
     """Run the SGD loop, then calibrate BatchNorm, evaluate and sample."""
+    params, losses, diverged_at, seconds = sgd(
+        backward, corpus, steps, geometry, progress, progress_every, seed, threads
+    )
+    return finish(params, losses, diverged_at, seconds, corpus)
+
+
+def sgd(
+    backward,
+    corpus,
+    steps,
+    geometry=fixture.EX4_PRIMARY,
+    progress=None,
+    progress_every=1000,
+    seed=BATCH_SEED,
+    threads=1,
+):
+    """Run the SGD loop driven by backward; return (params, losses, diverged_at, seconds)."""
     Xtr, Ytr = dataset(corpus, "train", geometry.block_size)  # (N, 3), (N,)
     params = fixture.init_params(geometry)
     gen = torch.Generator().manual_seed(seed)
@@ -254,7 +271,11 @@ def _train(backward, corpus, steps, geometry, progress, progress_every, seed, th
             lr = LR if step < switch else LR_LATE
             for k, p in params.items():
                 p.add_(grads["d" + k], alpha=-lr)
-    seconds = time.perf_counter() - start
+    return params, losses, diverged_at, time.perf_counter() - start
+
+
+def finish(params, losses, diverged_at, seconds, corpus) -> TrainingRun:
+    """Calibrate BatchNorm over the training set, evaluate train and val loss, and sample names."""
     bn_stats = calibrate(params, corpus)
     return TrainingRun(
         steps=len(losses),

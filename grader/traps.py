@@ -218,9 +218,7 @@ def shape_mismatch(ev: Evidence) -> list[Finding]:
     if ev.comparison.broadcast_match:
         extra = "keep the summed dimension with keepdim=True" if v.dim() < t.dim() else "match its dimensions"
         detail = f"The values match after broadcasting; return shape {_fmt_shape(t.shape)}: {extra}."
-    elif v.dim() == t.dim() + 1 and any(
-        cmp.close(v.sum(d), t, 1e-4, 1e-6) for d in range(v.dim())
-    ):
+    elif v.dim() == t.dim() + 1 and any(cmp.close(v.sum(d), t, 1e-4, 1e-6) for d in range(v.dim())):
         d = next(d for d in range(v.dim()) if cmp.close(v.sum(d), t, 1e-4, 1e-6))
         detail = (
             f"The values match after .sum({d}): {ev.var} was broadcast along dim {d} in the forward pass, so "
@@ -236,11 +234,15 @@ def shape_mismatch(ev: Evidence) -> list[Finding]:
         detail = "The values are right but transposed."
         found.append(finding("transposed"))
     elif ev.comparison.reshape_match:
-        detail = f"The same numbers in another arrangement: reshape it to {ev.var}'s shape (e.g. .view({ev.var}.shape))."
+        detail = (
+            f"The same numbers in another arrangement: reshape it to {ev.var}'s shape (e.g. .view({ev.var}.shape))."
+        )
     else:
         detail = "The values do not match either, even after broadcasting."
-    return [finding("shape-mismatch", shape=_fmt_shape(v.shape), var=ev.var, expected=_fmt_shape(t.shape),
-                    detail=detail), *found]
+    return [
+        finding("shape-mismatch", shape=_fmt_shape(v.shape), var=ev.var, expected=_fmt_shape(t.shape), detail=detail),
+        *found,
+    ]
 
 
 def repeated_rows(ev: Evidence) -> list[Finding]:
@@ -267,22 +269,54 @@ def _cut(*edges) -> Variant:
 # (trap, items, variant, what the student's gradient still has, what it misses)
 _BN_ITEMS = {"ex3.dhprebn", "ex4.dW1", "ex4.db1", "ex4.dC"}
 VARIANT_TRAPS = (
-    ("dcounts-one-path", {"ex1.dcounts"}, _cut(("counts", "counts_sum")),
-     {"present": "the direct path through probs", "missing": "counts_sum"}),
-    ("dcounts-one-path", {"ex1.dcounts"}, _cut(("counts", "probs")),
-     {"present": "the path through counts_sum", "missing": "probs (dprobs * counts_sum_inv)"}),
-    ("dbndiff-one-path", {"ex1.dbndiff"}, _cut(("bndiff", "bndiff2")),
-     {"present": "the direct path through bnraw", "missing": "bndiff2 (2 * bndiff * dbndiff2)"}),
-    ("dbndiff-one-path", {"ex1.dbndiff"}, _cut(("bndiff", "bnraw")),
-     {"present": "the path through bndiff2", "missing": "bnraw (bnvar_inv * dbnraw)"}),
-    ("dbndiff-one-path", _BN_ITEMS, _cut(("bndiff", "bndiff2")),
-     {"present": "the direct path through the normalisation", "missing": "the variance"}),
-    ("dhprebn-one-path", {"ex1.dhprebn"}, _cut(("hprebn", "bnmeani")),
-     {"present": "the direct path through bndiff", "missing": "the batch mean bnmeani (1/n of dbnmeani per row)"}),
-    ("dhprebn-one-path", {"ex1.dhprebn"}, _cut(("hprebn", "bndiff")),
-     {"present": "the path through bnmeani", "missing": "bndiff (dbndiff itself)"}),
-    ("dhprebn-one-path", _BN_ITEMS, _cut(("hprebn", "bnmeani")),
-     {"present": "the direct path", "missing": "the batch mean"}),
+    (
+        "dcounts-one-path",
+        {"ex1.dcounts"},
+        _cut(("counts", "counts_sum")),
+        {"present": "the direct path through probs", "missing": "counts_sum"},
+    ),
+    (
+        "dcounts-one-path",
+        {"ex1.dcounts"},
+        _cut(("counts", "probs")),
+        {"present": "the path through counts_sum", "missing": "probs (dprobs * counts_sum_inv)"},
+    ),
+    (
+        "dbndiff-one-path",
+        {"ex1.dbndiff"},
+        _cut(("bndiff", "bndiff2")),
+        {"present": "the direct path through bnraw", "missing": "bndiff2 (2 * bndiff * dbndiff2)"},
+    ),
+    (
+        "dbndiff-one-path",
+        {"ex1.dbndiff"},
+        _cut(("bndiff", "bnraw")),
+        {"present": "the path through bndiff2", "missing": "bnraw (bnvar_inv * dbnraw)"},
+    ),
+    (
+        "dbndiff-one-path",
+        _BN_ITEMS,
+        _cut(("bndiff", "bndiff2")),
+        {"present": "the direct path through the normalisation", "missing": "the variance"},
+    ),
+    (
+        "dhprebn-one-path",
+        {"ex1.dhprebn"},
+        _cut(("hprebn", "bnmeani")),
+        {"present": "the direct path through bndiff", "missing": "the batch mean bnmeani (1/n of dbnmeani per row)"},
+    ),
+    (
+        "dhprebn-one-path",
+        {"ex1.dhprebn"},
+        _cut(("hprebn", "bndiff")),
+        {"present": "the path through bnmeani", "missing": "bndiff (dbndiff itself)"},
+    ),
+    (
+        "dhprebn-one-path",
+        _BN_ITEMS,
+        _cut(("hprebn", "bnmeani")),
+        {"present": "the direct path", "missing": "the batch mean"},
+    ),
     ("bessel", {"ex1.dbndiff2"} | _BN_ITEMS, Variant(bessel=True), {}),
     ("tanh-preact", {"ex1.dhpreact", "ex4.dbngain", "ex4.dbnbias"} | _BN_ITEMS, Variant(tanh_preact=True), {}),
 )
@@ -308,8 +342,10 @@ def known_variants(ev: Evidence) -> list[Finding]:
             )
             return [finding("bessel", factor=f"{n}/{n - 1} = {n / (n - 1):.4f}", where=where)]
         if trap_id == "tanh-preact":
-            where = "" if ev.item_id == "ex1.dhpreact" else (
-                " Every gradient below h (dhpreact, then dbngain, dbnbias, dW1, db1, dC) inherits the error."
+            where = (
+                ""
+                if ev.item_id == "ex1.dhpreact"
+                else (" Every gradient below h (dhpreact, then dbngain, dbnbias, dW1, db1, dC) inherits the error.")
             )
             return [finding("tanh-preact", where=where)]
         return [finding(trap_id, **details)]

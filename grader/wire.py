@@ -19,8 +19,16 @@ _LENGTHS = struct.Struct("<II")
 DTYPES = {
     str(dt).removeprefix("torch."): dt
     for dt in (
-        torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-        torch.int16, torch.int8, torch.uint8, torch.bool,
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+        torch.bool,
     )
 }
 
@@ -121,8 +129,10 @@ def decode_value(desc, blob: bytes):
             raise WireError("tensor byte count does not match its shape")
         if offset < 0 or offset + nbytes > len(blob):
             raise WireError("tensor bytes out of range")
-        flat = torch.frombuffer(bytearray(blob[offset : offset + nbytes]), dtype=dtype) if nbytes else torch.empty(
-            0, dtype=dtype
+        flat = (
+            torch.frombuffer(bytearray(blob[offset : offset + nbytes]), dtype=dtype)
+            if nbytes
+            else torch.empty(0, dtype=dtype)
         )
         t = flat.reshape(shape)
         return Returned(t, bool(desc.get("requires_grad")), bool(desc.get("grad_fn")))

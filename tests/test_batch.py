@@ -86,8 +86,7 @@ def test_gradebook_and_summary(class_runs):
     assert by["bob"]["ex1"] == "25" and by["bob"]["ex2"] == "2"
     assert by["carol"]["score"] == by["dave"]["score"] == "0"
     assert calm_summary["traps"] == {"dC-repeated-rows": 1}
-    assert calm_summary["items"]["ex1.dC"] == {"passed": 1, "failed": 1, "error": 0, "timeout": 0,
-                                                "not_attempted": 2}
+    assert calm_summary["items"]["ex1.dC"] == {"passed": 1, "failed": 1, "error": 0, "timeout": 0, "not_attempted": 2}
     assert "hostile_infinite_loop" in summary["timed_out"]
     assert "hostile_segfault" in summary["errored"] and "alice" not in summary["errored"]
     erin = json.loads((out_stormy / "students" / "erin.json").read_text())

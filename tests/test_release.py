@@ -126,9 +126,7 @@ def test_real_bundle_contents(bundle):
     readme = (bundle / "README.md").read_text()
     assert "pip install torch==2.13.0 ." in readme and "grade ex1" in readme
     for ex in ("ex1", "ex2", "ex3", "ex4"):
-        assert (bundle / "exercises" / f"{ex}.py").read_bytes() == (
-            ROOT / "exercises" / f"{ex}.py"
-        ).read_bytes()
+        assert (bundle / "exercises" / f"{ex}.py").read_bytes() == (ROOT / "exercises" / f"{ex}.py").read_bytes()
 
 
 @pytest.mark.skipif(not HAS_REFERENCE, reason="reference/ is empty")
@@ -137,9 +135,7 @@ def test_real_bundle_has_no_leaks_and_a_plant_is_caught(bundle, tmp_path):
     assert release.find_leaks(bundle, reference) == []
     planted = tmp_path / "planted"
     shutil.copytree(bundle, planted)
-    lines = {
-        ref.name: release.solution_lines(ref, ROOT / "exercises" / ref.name) for ref in reference.glob("*.py")
-    }
+    lines = {ref.name: release.solution_lines(ref, ROOT / "exercises" / ref.name) for ref in reference.glob("*.py")}
     name, keys = next((n, k) for n, k in sorted(lines.items()) if k)
     original = next(
         line.strip() for line in (reference / name).read_text().splitlines() if release._norm(line) == keys[0]
@@ -156,9 +152,7 @@ def test_bundle_installs_and_grades(bundle, tmp_path):
     venv = tmp_path / "venv"
     # --without-pip: the system's pip and setuptools do the install (a venv's bundled setuptools may be too
     # old to build a wheel without the `wheel` package, and --no-build-isolation fetches nothing)
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True
-    )
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
     bindir = venv / ("Scripts" if os.name == "nt" else "bin")
     work = tmp_path / "student"
     shutil.copytree(bundle, work)
@@ -169,9 +163,7 @@ def test_bundle_installs_and_grades(bundle, tmp_path):
     grade = bindir / "grade"
     assert grade.exists()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run(
-        [str(grade), "ex1", "--json"], cwd=work, env=env, capture_output=True, text=True, timeout=600
-    )
+    proc = subprocess.run([str(grade), "ex1", "--json"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
     out = json.loads(proc.stdout)
     items = out["items"]
     assert len(items) == 26, proc.stderr

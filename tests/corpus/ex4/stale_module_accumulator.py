@@ -13,10 +13,7 @@ def backward(Xb, Yb, n, C, W1, W2, bngain, emb, embcat, bnraw, bnvar_inv, h, log
     dh = dlogits @ W2.T
     dhpreact = (1.0 - h**2) * dh
     dhprebn = (
-        bngain
-        * bnvar_inv
-        / n
-        * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
+        bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
     )
     demb = (dhprebn @ W1.T).view(emb.shape)
     dC = torch.zeros_like(C).index_add_(0, Xb.view(-1), demb.view(-1, C.shape[1]))
