@@ -97,30 +97,29 @@ class Session:
         self.functions[exercise] = reply.header.get("functions") or {}
         return self.functions[exercise], None
 
-    def call(self, exercise: str, function: str, fx_index, local, sent, timeout=None) -> Outcome:
-        """Call one student function with the named inputs."""
+    def call(self, exercise: str, function: str, runs: list[dict], timeout=None) -> list[Outcome]:
+        """Call one student function once per run ({fixture, local, sent, fresh}) in a single request."""
         if exercise not in self.loaded:
             _, failed = self.load(exercise)
             if failed is not None:
-                return failed
-        request = {
-            "op": "call",
-            "exercise": exercise,
-            "function": function,
-            "fixture": fx_index,
-            "local": list(local),
-            "sent": sent,
-        }
-        reply = self._ask(request, timeout)
+                return [failed] * len(runs)
+        request = {"op": "call", "exercise": exercise, "function": function, "runs": runs}
+        reply = self._ask(request, (timeout or self.limits.timeout) * len(runs))
         if reply is None:
-            return self.gave_up()
+            return [self.gave_up()] * len(runs)
         if not reply.ok:
-            return Outcome(failure=reply.failure, reason=reply.reason, output=reply.output)
-        h = reply.header
+            return [Outcome(failure=reply.failure, reason=reply.reason, output=reply.output)] * len(runs)
+        headers = reply.header.get("runs")
+        if not isinstance(headers, list) or len(headers) != len(runs):
+            return [Outcome(failure="protocol", reason="the sandbox answered a different number of calls")] * len(runs)
+        return [self._outcome(h, reply) for h in headers]
+
+    @staticmethod
+    def _outcome(h, reply) -> Outcome:
         try:
             value = decode_value(h["value"], reply.blob) if h.get("ok") else None
             mutated = {k: decode_value(v, reply.blob) for k, v in (h.get("mutated") or {}).items()}
-        except (WireError, KeyError, TypeError) as exc:
+        except (WireError, KeyError, TypeError, AttributeError) as exc:
             return Outcome(failure="protocol", reason=f"unreadable reply: {exc}", output=reply.output)
         return Outcome(
             value=value,
@@ -200,28 +199,29 @@ def _grade_call(session: Session, call: catalogue.Call, functions: dict, data) -
     if problem:
         return [_blank(call, i, data, "error", problem) for i in call.items]
     if call.kind == "training":
-        session.load(call.exercise, fresh=True)
+        # one request per step: a step's inputs reveal the previous step's answer, so they must not arrive early
         steps = []
-        for inputs, _ in fx_a.steps:
-            out = session.call(
-                call.exercise, call.function, None, (), {k: inputs[k] for k in names}, timeout=session.limits.timeout
-            )
+        for k, (inputs, _) in enumerate(fx_a.steps):
+            run = {"fixture": None, "local": [], "sent": {n: inputs[n] for n in names}, "fresh": k == 0}
+            (out,) = session.call(call.exercise, call.function, [run])
             steps.append(out)
             if out.failure or out.error:
                 break
         return [judge_training(call.items[0], steps, fx_a)]
-    out_a = session.call(call.exercise, call.function, *_request(fx_a, call, names))
-    if call.ex4:
-        session.load(call.exercise, fresh=True)  # geometry B starts from a freshly executed file
-    out_b = session.call(call.exercise, call.function, *_request(fx_b, call, names))
+    # both geometries in one request (neither holds this item's answer); ex4 re-executes its file in between
+    out_a, out_b = session.call(call.exercise, call.function, [_run(fx_a, call, names), _run(fx_b, call, names)])
     return [judge(item, _pick(out_a, call, item), _pick(out_b, call, item), fx_a, fx_b) for item in call.items]
 
 
-def _request(fx: fixture.Fixture, call: catalogue.Call, names):
-    index = fixture.built_fixtures().index(fx)
-    local = [n for n in names if n in fx.inputs()]
-    sent = {n: fx.truth[n] for n in names if n in call.grads}
-    return index, local, sent
+def _run(fx: fixture.Fixture, call: catalogue.Call, names) -> dict:
+    """Describe one call of a function on one fixture: inherited inputs by name, true gradients sent."""
+    inputs = fx.inputs()
+    return {
+        "fixture": fixture.built_fixtures().index(fx),
+        "local": [n for n in names if n in inputs],
+        "sent": {n: fx.truth[n] for n in names if n in call.grads},
+        "fresh": call.ex4 and fx.geometry != catalogue.geometries(call)[0],
+    }
 
 
 def _bind(call: catalogue.Call, info: dict, fx: fixture.Fixture) -> tuple[str | None, list[str]]:
