@@ -52,6 +52,7 @@ class Session:
         self.loaded: set[str] = set()
         self.restarts = 0
         self.timeouts = 0
+        self.functions: dict[str, dict] = {}
 
     def close(self):
         if self.worker is not None:
@@ -93,7 +94,6 @@ class Session:
         if not reply.header.get("ok"):
             return None, Outcome(error=_error(reply.header), output=reply.output)
         self.loaded.add(exercise)
-        self.functions = getattr(self, "functions", {})
         self.functions[exercise] = reply.header.get("functions") or {}
         return self.functions[exercise], None
 
@@ -237,9 +237,8 @@ def _bind(call: catalogue.Call, info: dict, fx: fixture.Fixture) -> tuple[str | 
         elif p.get("default"):
             continue
         elif call.exercise == "ex1" and name in fx.truth:
-            later = name
             return (
-                f"`{call.function}` asks for `{later}`, a gradient that comes later in backprop order, so it is "
+                f"`{call.function}` asks for `{name}`, a gradient that comes later in backprop order, so it is "
                 f"not known yet at this step. Available gradients: {', '.join(call.grads) or 'none'}."
             ), []
         else:
