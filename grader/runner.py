@@ -11,6 +11,7 @@ from grader import catalogue, fixture, traps
 from grader import compare as cmp
 from grader.results import ItemResult, SubmissionResult
 from grader.sandbox import Limits, Worker
+from grader.sources import Source, Submission
 from grader.wire import Opaque, Returned, WireError, decode_value
 
 MAX_SOURCE_BYTES = 1 << 20
@@ -31,14 +32,14 @@ class Outcome:
     output: str = ""
 
 
-def read_sources(submission: Path, exercises) -> dict[str, tuple[str, str]]:
-    """Read the exercise files present in a submission folder: {exercise: (path, text)}."""
+def read_sources(submission: Path, exercises) -> dict[str, Source]:
+    """Read the exercise files present in a submission folder: {exercise: Source}."""
     sources = {}
     for ex in exercises:
         path = submission / f"{ex}.py"
         if path.is_file():
             raw = path.read_bytes()[:MAX_SOURCE_BYTES]
-            sources[ex] = (str(path.resolve()), raw.decode("utf-8", errors="replace"))
+            sources[ex] = Source(ex, str(path.resolve()), raw.decode("utf-8", errors="replace"), f"{ex}.py")
     return sources
 
 
@@ -68,7 +69,7 @@ class Session:
                 self.restarts += 1
             if self.restarts > MAX_RESTARTS:
                 return None
-            self.worker = Worker(self.sources, self.limits)
+            self.worker = Worker({ex: (s.path, s.text) for ex, s in self.sources.items()}, self.limits)
             self.loaded.clear()
         reply = self.worker.ask(request, timeout)
         self.timeouts += reply.failure == "timeout"
@@ -149,15 +150,18 @@ def grade(
     limits: Limits | None = None,
     name: str | None = None,
 ) -> SubmissionResult:
-    """Grade the exercise files in a submission folder and return every item's verdict."""
-    submission = Path(submission)
+    """Grade a submission (a folder of exercise files, or what intake read) and return every item's verdict."""
+    if not isinstance(submission, Submission):
+        folder = Path(submission)
+        submission = Submission(name or str(folder), read_sources(folder, catalogue.EXERCISES))
     limits = limits or Limits()
     torch.set_num_threads(1)  # the model is tiny, and sandbox children are forked from this process
     calls = catalogue.select(exercises, only)
     for call in calls:  # build every fixture before the sandbox forks, so the child inherits them
         for g in catalogue.geometries(call):
             catalogue.build_fixture(call, g, data)
-    sources = read_sources(submission, {c.exercise for c in calls})
+    wanted = {c.exercise for c in calls}
+    sources = {ex: src for ex, src in submission.sources.items() if ex in wanted}
     session = Session(sources, limits)
     items: list[ItemResult] = []
     try:
@@ -167,10 +171,10 @@ def grade(
                 items += _grade_exercise(session, ex, ex_calls, submission, data)
     finally:
         session.close()
-    return SubmissionResult(name or str(submission), items)
+    return SubmissionResult(name or submission.name, items)
 
 
-def _grade_exercise(session: Session, ex: str, calls, submission: Path, data) -> list[ItemResult]:
+def _grade_exercise(session: Session, ex: str, calls, submission: Submission, data) -> list[ItemResult]:
     if ex not in session.sources:
         return [
             _blank(c, i, data, "not_attempted", f"No {ex}.py was found in the submission.")

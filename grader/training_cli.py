@@ -45,7 +45,7 @@ def run_full(submission: Path, *, data: str | None, steps: int, quiet: bool, plo
             bar.update(step - last[0], f"loss {float(header.get('loss', float('nan'))):.4f}")
             last[0] = step
 
-    with Worker(sources, limits) as worker:
+    with Worker({ex: (s.path, s.text) for ex, s in sources.items()}, limits) as worker:
         loaded = worker.ask({"op": "load", "exercise": "ex4"})
         if not loaded.ok or not loaded.header.get("ok"):
             _close(bar)
