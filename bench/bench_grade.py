@@ -35,7 +35,7 @@ t1 = time.perf_counter()
 from grader import fixture
 t2 = time.perf_counter()
 fixture.build(fixture.PRIMARY)
-fixture.build(fixture.SECONDARY)
+fixture.build(fixture.hidden_geometry())
 t3 = time.perf_counter()
 from grader import runner  # the rest of the harness: sandbox (numpy, torch.func, ...), traps, wire, ...
 t4 = time.perf_counter()
@@ -100,7 +100,7 @@ def part2(cold_runs: int, warm_runs: int) -> None:
     print(f"   (a) cold, fresh `python -c` x{cold_runs}, medians:")
     print(f"       import torch                                   {imp_torch:.3f} s   (not the harness's work)")
     print(f"       import grader.fixture                          {imp_fixture:.3f} s")
-    print(f"       fixture.build(PRIMARY) + build(SECONDARY)      {build:.3f} s   <- fixture + truth, 2 geometries")
+    print(f"       fixture.build(PRIMARY) + build(hidden geometry)  {build:.3f} s   <- fixture + truth, 2 geometries")
     print(f"       import grader.runner (sandbox, traps, wire..)  {imp_runner:.3f} s")
     print(
         f"       first runner.grade(reference, ex1) after that  {cold_grade:.3f} s   (fixtures cached; fork, "
@@ -114,7 +114,7 @@ def part2(cold_runs: int, warm_runs: int) -> None:
 
     torch.set_num_threads(1)
     fixture.build(fixture.PRIMARY)
-    fixture.build(fixture.SECONDARY)
+    fixture.build(fixture.hidden_geometry())
     limits = Limits()
 
     # 2b. loading a submission: read sources + fork the sandbox + exec ex1.py in it

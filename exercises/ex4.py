@@ -5,9 +5,9 @@ forward (emb embcat hprebn bnmean bnvar bnvar_inv bnraw hpreact h logits loss), 
 W2 b2 bngain bnbias), the batch Xb / Yb or the batch size n. Return a dict with the keys
 dC dW1 db1 dW2 db2 dbngain dbnbias, each the full gradient with its parameter's shape.
 
-The grader calls `backward` again on several consecutive training steps and on a second set of sizes
-(n=23, block_size=4, n_embd=7, n_hidden=48): keep no state between calls and take every size from n,
-tensor shapes or C.shape. Autograd is off limits.
+The grader calls `backward` again on several consecutive training steps and on a hidden second set of
+sizes: keep no state between calls and take every size from n, tensor shapes or C.shape. Autograd is off
+limits.
 
 Check your work with `grade ex4` from the project root.
 """

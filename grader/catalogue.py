@@ -80,11 +80,20 @@ def select(exercises, only=None) -> list[Call]:
     return [c for c in calls if c.function in wanted or any(i.id in wanted or i.name in wanted for i in c.items)]
 
 
+_SECRET: list = [None]  # the course secret in force (see use_secret); None draws a per-run hidden geometry
+
+
+def use_secret(secret: str | None) -> None:
+    """Make the hidden second geometry the one this course secret draws (None: this run's random one)."""
+    _SECRET[0] = secret
+
+
 def geometries(call: Call) -> tuple[fixture.Geometry, fixture.Geometry]:
     """Return the (graded, hidden second) geometry of a call."""
+    hidden = fixture.hidden_geometry(_SECRET[0])
     if call.ex4:
-        return fixture.EX4_PRIMARY, fixture.EX4_SECONDARY
-    return fixture.PRIMARY, fixture.SECONDARY
+        return fixture.EX4_PRIMARY, hidden
+    return fixture.PRIMARY, hidden
 
 
 def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> fixture.Fixture:

@@ -8,6 +8,9 @@ from pathlib import Path
 import click
 
 from grader import catalogue, report
+from grader.traps import LEVELS
+
+DEFAULT_SUBMISSION = "exercises"
 
 _GRADE_HELP = {
     "ex1": "Grade Ex1: the 26 atomic gradients, dlogprobs back to dC.",
@@ -18,7 +21,29 @@ _GRADE_HELP = {
 }
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+STUDENT_COMMANDS = ("ex1", "ex2", "ex3", "ex4", "all")
+
+
+class _Grouped(click.Group):
+    """A click group whose --help lists the student commands first and the instructor ones apart."""
+
+    def list_commands(self, ctx):
+        rest = sorted(c for c in self.commands if c not in STUDENT_COMMANDS)
+        return [c for c in STUDENT_COMMANDS if c in self.commands] + rest
+
+    def format_commands(self, ctx, formatter):
+        limit = formatter.width - 6 - max(len(c) for c in self.commands)
+        for title, names in (
+            ("Student commands", [c for c in self.list_commands(ctx) if c in STUDENT_COMMANDS]),
+            ("Instructor commands", [c for c in self.list_commands(ctx) if c not in STUDENT_COMMANDS]),
+        ):
+            rows = [(c, self.commands[c].get_short_help_str(limit)) for c in names if not self.commands[c].hidden]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+@click.group(cls=_Grouped, context_settings={"help_option_names": ["-h", "--help"]})
 def main():
     """Grade hand-derived backpropagation (makemore part 4) against autograd."""
 
@@ -32,23 +57,50 @@ def _data_option(f):
     )(f)
 
 
+def _course_option(f):
+    return click.option(
+        "--course",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="The course policy (course.toml): points, message level, hidden geometry. "
+        "Default: a course.toml in or beside the submission folder.",
+    )(f)
+
+
+def _policy(course, folder):
+    """Return the course policy of --course, or of a course.toml found beside folder, or the default."""
+    from grader.policy import PolicyError, resolve
+
+    try:
+        return resolve(course, folder)
+    except PolicyError as exc:
+        raise click.BadParameter(str(exc), param_hint="--course") from exc
+
+
 def _make_grade_command(which: str):
     exercises = catalogue.EXERCISES if which == "all" else (which,)
 
     @click.option(
         "--submission",
         "-s",
-        type=click.Path(file_okay=False),
-        default="exercises",
-        show_default=True,
-        help="Folder holding ex1.py .. ex4.py.",
+        type=click.Path(),
+        default=None,
+        help=f"Folder holding ex1.py .. ex4.py, or a notebook (.ipynb). Default: ./{DEFAULT_SUBMISSION}.",
     )
     @click.option("--only", multiple=True, metavar="NAME", help="Grade only this function or item (repeatable).")
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object and nothing else.")
-    @click.option("--hints", is_flag=True, help="Explain each trap at length.")
+    @click.option(
+        "--level",
+        type=click.Choice(LEVELS),
+        default=None,
+        help="How much each message says: diagnose (what is wrong and where), hint (also how to fix it) or "
+        "full (also the formula). Default: diagnose, or the level of the course.toml, which is also the maximum.",
+    )
+    @click.option("--hints", is_flag=True, help="Add a longer explanation of each trap (at the message level).")
     @click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per function call.")
     @_data_option
-    def command(submission, only, as_json, hints, timeout, data, **extra):
+    @_course_option
+    def command(submission, only, as_json, level, hints, timeout, data, course, **extra):
         from grader.runner import grade
         from grader.sandbox import Limits
 
@@ -57,11 +109,28 @@ def _make_grade_command(which: str):
             unknown = [o for o in only if o not in known and o != "backward"]
             if unknown:
                 raise click.BadParameter(f"{', '.join(unknown)} is not an item of {which}", param_hint="--only")
-        if not Path(submission).is_dir():
-            raise click.BadParameter(f"{submission} is not a folder", param_hint="--submission")
-        result = grade(Path(submission), exercises, only=only or None, data=data, limits=Limits(timeout=timeout))
-        if extra.get("plot"):
-            _plot(which, result, Path(extra["plot"]), data)
+        if extra.get("curve") and not extra.get("full"):
+            raise click.UsageError("--curve draws the loss curve of the --full training run: add --full.")
+        if submission is None:
+            submission = _default_submission()
+        from grader.notebook.submission import cli_submission, notes_for
+
+        try:
+            graded = cli_submission(Path(submission))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--submission") from exc
+        from grader.policy import grade_kwargs
+
+        policy = _policy(course, submission)
+        limits = Limits(timeout=timeout)
+        kwargs = grade_kwargs(policy)
+        kwargs["level"] = _level(level, policy)
+        result = grade(graded, exercises, only=only or None, data=data, limits=limits, **kwargs)
+        _say_missing_walls(as_json)
+        if not isinstance(graded, Path):  # a notebook or an archive: say which cells or files were graded
+            result.extra.update(graded.to_dict())
+            for line in [] if as_json else notes_for(graded.notes, exercises):
+                report.note(line)
         if extra.get("full"):
             from grader.training_cli import run_full
 
@@ -72,6 +141,8 @@ def _make_grade_command(which: str):
             report.emit_json(result.to_dict())
         else:
             report.emit_table(result, hints=hints)
+        if extra.get("plot"):  # after the table: a missing matplotlib costs the picture, not the verdicts
+            _plot(which, result, Path(extra["plot"]), data)
         sys.exit(0 if result.passed else 1)
 
     command.__doc__ = _GRADE_HELP[which]
@@ -85,7 +156,11 @@ def _make_grade_command(which: str):
     if which == "ex4":
         command = click.option("--full", is_flag=True, help="Also train the network with your backward only.")(command)
         command = click.option(
-            "--steps", type=int, default=200_000, show_default=True, help="Training steps for --full."
+            "--steps",
+            type=click.IntRange(min=1),
+            default=200_000,
+            show_default=True,
+            help="Training steps for --full.",
         )(command)
         command = click.option(
             "--curve", type=click.Path(dir_okay=False), default=None, help="With --full, write the loss curve PNG here."
@@ -93,21 +168,61 @@ def _make_grade_command(which: str):
     return main.command(name=which)(command)
 
 
+def _default_submission() -> str:
+    """Return ./exercises, or stop with where grade looked and how to point it elsewhere."""
+    if Path(DEFAULT_SUBMISSION).is_dir():
+        return DEFAULT_SUBMISSION
+    here = Path.cwd()
+    raise click.UsageError(
+        f"grade looks for your exercise files in ./{DEFAULT_SUBMISSION}, and there is no {DEFAULT_SUBMISSION}/ "
+        f"folder in {here}. Run grade from the project folder (the one holding {DEFAULT_SUBMISSION}/), or say "
+        f"where your files are: grade ... --submission PATH/TO/FOLDER."
+    )
+
+
+def _level(asked: str | None, policy) -> str:
+    """Return the message level: the student's --level, at most a course.toml's level (which is also the default).
+
+    Without a course.toml the default is diagnose and any level may be asked for.
+    """
+    if asked is None:
+        return policy.level
+    cap = policy.level if policy.source else LEVELS[-1]
+    if LEVELS.index(asked) > LEVELS.index(cap):
+        report.note(f"--level {asked}: this course's messages go up to {cap}, so they are shown at {cap}.")
+        return cap
+    return asked
+
+
+def _say_missing_walls(quiet: bool):
+    """Say in one line which sandbox protections this platform lacks (the student's own code still runs)."""
+    from grader.sandbox import protections
+
+    missing = protections().missing()
+    if missing and not quiet:
+        report.note(f"sandbox ({protections().backend}): off on this platform: {'; '.join(missing)}")
+
+
 def _plot(which: str, result, path: Path, data):
     from grader import plots
 
     wanted = ("passed", "failed") if which == "ex2" else ("failed",)
     pairs = [(i.id, i.value, i.truth) for i in result.items if i.status in wanted and i.value is not None]
-    if which == "ex2":
-        if not pairs:
-            report.note("--plot: ex2 returned no tensor to draw")
-            return
-        plots.plot_dlogits(pairs[0][1], pairs[0][2], path)
-    else:
-        if not pairs:
-            report.note("--plot: nothing failed, so there is nothing to draw")
-            return
-        plots.plot_differences(pairs, path)
+    if not pairs:
+        report.note(
+            "--plot: ex2 returned no tensor to draw"
+            if which == "ex2"
+            else "--plot: nothing failed, so there is nothing to draw"
+        )
+        return
+    try:
+        if which == "ex2":
+            plots.plot_dlogits(pairs[0][1], pairs[0][2], path)
+        else:
+            plots.plot_differences(pairs, path)
+    except RuntimeError as exc:  # matplotlib is missing: plots.MISSING says how to install it
+        report.note(f"--plot: no picture written; {exc}")
+        return
     report.note(f"wrote {path}")
 
 
@@ -131,26 +246,67 @@ ROOT = Path(__file__).resolve().parent.parent  # the source checkout: reference/
 @click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per function call.")
 @click.option("--memory", type=int, default=2048, show_default=True, help="MB each sandbox may allocate.")
 @click.option("--resume", is_flag=True, help="Skip students whose files have not changed since the last run.")
+@click.option(
+    "--similarity/--no-similarity",
+    default=True,
+    show_default=True,
+    help="Compare submissions function by function and list suspicious pairs.",
+)
+@click.option(
+    "--canvas-assignment",
+    default=None,
+    metavar="NAME",
+    help='The assignment column of canvas.csv, as Canvas names it: "Backprop ninja (12345)".',
+)
 @_data_option
-def batch_cmd(submissions, out, jobs, timeout, memory, resume, data):
-    """Grade every submission (a folder or .zip per student) in SUBMISSIONS."""
+@_course_option
+def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canvas_assignment, data, course):
+    """Grade every submission in SUBMISSIONS: folders, archives, notebooks, Canvas or Gradescope downloads."""
     from grader.batch import grade_batch
+    from grader.reports import EmptyClassError
     from grader.sandbox import Limits
 
-    summary = grade_batch(
-        submissions, out, jobs=jobs, limits=Limits(timeout=timeout, memory_mb=memory), resume=resume, data=data
-    )
+    policy = _policy(course, submissions)
+    limits = Limits(timeout=timeout, memory_mb=memory)
+    try:
+        summary = grade_batch(
+            submissions,
+            out,
+            jobs=jobs,
+            limits=limits,
+            resume=resume,
+            data=data,
+            policy=policy,
+            similarity=similarity,
+            canvas_assignment=canvas_assignment,
+        )
+    except EmptyClassError as exc:
+        raise click.ClickException(str(exc)) from exc
     report.note(report.batch_line(summary, out))
+
+
+def _instructor_policy(course):
+    """Return the policy of --course, else of ./course.toml, else the default."""
+    from grader.policy import FILENAME
+
+    here = Path(FILENAME)
+    return _policy(course if course is not None else (here if here.is_file() else None), None)
 
 
 @main.command(name="release")
 @click.argument("outdir", type=click.Path(file_okay=False, path_type=Path))
-def release_cmd(outdir):
-    """Build the student bundle in OUTDIR: stubs and grader, never reference/."""
+@click.option(
+    "--course",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The course policy to ship, without its secret. Default: ./course.toml if there is one.",
+)
+def release_cmd(outdir, course):
+    """Build the student bundle in OUTDIR: committed stubs and grader, never reference/ or the course secret."""
     from grader import release
 
     try:
-        path = release.build_release(outdir, ROOT)
+        path = release.build_release(outdir, ROOT, policy=_instructor_policy(course))
     except (FileExistsError, FileNotFoundError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
     report.note(f"Student bundle written to {path}")
@@ -161,15 +317,22 @@ def release_cmd(outdir):
 @click.option(
     "--visibility",
     type=click.Choice(["hidden", "after_due_date", "after_published", "visible"]),
-    default="visible",
-    show_default=True,
+    default=None,
+    help="Visibility of the summary and the lecture-geometry tests. Default: the course policy's (visible).",
 )
-def gradescope_cmd(out_zip, visibility):
+@click.option(
+    "--course",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The course policy (secret included) to grade with. Default: ./course.toml if there is one.",
+)
+def gradescope_cmd(out_zip, visibility, course):
     """Build the Gradescope autograder zip OUT_ZIP."""
     from grader import gradescope
 
+    policy = _instructor_policy(course)
     try:
-        path = gradescope.build_autograder_zip(out_zip, ROOT, visibility=visibility)
+        path = gradescope.build_autograder_zip(out_zip, ROOT, visibility=visibility, policy=policy)
     except (FileNotFoundError, RuntimeError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     report.note(f"Autograder zip written to {path}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import hmac
+import secrets
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -49,11 +51,32 @@ class Geometry:
         )
 
 
-# The lecture's geometry, and a second one on which hard-coded sizes break.
+# The lecture's geometry, public on purpose; the hidden second one is drawn by hidden_geometry().
 PRIMARY = Geometry()
-SECONDARY = Geometry(n=23, block_size=4, n_embd=7, n_hidden=48, seed=1337)
 EX4_PRIMARY = replace(PRIMARY, n_hidden=200)
-EX4_SECONDARY = SECONDARY
+
+# Sizes the hidden geometry is drawn from: none equals a lecture size, so hard-coded 32, 3, 10, 64 or 200 break.
+HIDDEN_SIZES = {
+    "n": tuple(k for k in range(20, 49) if k != 32),
+    "block_size": (2, 4, 5),
+    "n_embd": tuple(k for k in range(6, 15) if k != 10),
+    "n_hidden": tuple(k for k in range(40, 97, 4) if k != 64),
+}
+_RUN_KEY = secrets.token_bytes(32)  # drawn once per process; forked workers and sandboxes inherit it
+
+
+@cache
+def hidden_geometry(secret: str | None = None) -> Geometry:
+    """Return the hidden second geometry (sizes and seed) that a course secret draws.
+
+    Without a secret, the draw uses a key made at random once per process: every item of one run (and every
+    worker of one batch, whatever --jobs is) shares it, but the next run gets another geometry, so no fixed
+    second geometry ships with the grader. The same secret always gives the same geometry.
+    """
+    key = _RUN_KEY if secret is None else secret.encode()
+    digest = hmac.new(key, b"backprop-ninja hidden geometry v1", hashlib.sha256).digest()
+    sizes = {name: options[digest[k] % len(options)] for k, (name, options) in enumerate(HIDDEN_SIZES.items())}
+    return Geometry(**sizes, seed=int.from_bytes(digest[8:12], "big"))
 
 
 @dataclass(frozen=True)
@@ -63,11 +86,13 @@ class Variant:
     cut: (source, consumer) edges whose gradient path is dropped (the source is detached there).
     bessel: the variance backpropagates with 1/n while the forward used 1/(n-1).
     tanh_preact: tanh backpropagates with 1 - hpreact**2 instead of 1 - h**2.
+    no_eps: bnvar_inv backpropagates as bnvar**-0.5, without BatchNorm's eps.
     """
 
     cut: frozenset = frozenset()
     bessel: bool = False
     tanh_preact: bool = False
+    no_eps: bool = False
 
 
 EXACT = Variant()
@@ -147,6 +172,8 @@ def forward(p: dict[str, torch.Tensor], Xb: torch.Tensor, Yb: torch.Tensor, v: V
     else:
         t["bnvar"] = 1 / (n - 1) * s  # (1, 64)
     t["bnvar_inv"] = (t["bnvar"] + BN_EPS) ** -0.5  # (1, 64)
+    if v.no_eps:  # forward value with eps, local gradient without it
+        t["bnvar_inv"] = t["bnvar"] ** -0.5 - (t["bnvar"] ** -0.5).detach() + t["bnvar_inv"].detach()
     t["bnraw"] = _edge(t["bndiff"], "bndiff", "bnraw", v) * t["bnvar_inv"]  # (32, 64)
     t["hpreact"] = p["bngain"] * t["bnraw"] + p["bnbias"]  # (32, 64)
     # non-linearity

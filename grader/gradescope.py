@@ -12,15 +12,19 @@ import argparse
 import json
 import math
 import os
+import secrets
 import shutil
 import stat
 import tempfile
 import time
 import traceback
 import zipfile
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+from grader.policy import FILENAME, VISIBILITIES, Policy, PolicyError, grade_kwargs, load
+from grader.release import TORCH_VERSION
+
 EXERCISES = ("ex1", "ex2", "ex3", "ex4")
 VERDICTS = {
     "passed": "PASSED",
@@ -36,7 +40,7 @@ _MAX_ZIP_BYTES = 64 << 20
 _ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 
 SETUP_SH = """#!/usr/bin/env bash
-# Build the Gradescope image (runs once, as root): Python 3 + pip, CPU-only torch, then this grader.
+# Build the Gradescope image (runs once, as root): Python 3 + pip, the torch the grader is tested with, the grader.
 set -euxo pipefail
 SOURCE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then
@@ -47,7 +51,10 @@ fi
 # Newer Ubuntu images mark the system Python as externally managed (PEP 668); this image is ours to change.
 export PIP_BREAK_SYSTEM_PACKAGES=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 python3 -m pip install --upgrade pip || true
-python3 -m pip install --index-url https://download.pytorch.org/whl/cpu torch
+# The CPU-only wheel (no CUDA libraries to download); where that index has no wheel for this Python or
+# platform, the same version from the default index.
+python3 -m pip install --index-url https://download.pytorch.org/whl/cpu "torch==__TORCH__" \\
+    || python3 -m pip install "torch==__TORCH__"
 python3 -m pip install "$SOURCE"
 python3 -c "import torch, grader.gradescope; print('torch', torch.__version__, 'grader ok')"
 """
@@ -56,14 +63,15 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Grade one submission (Gradescope runs this for every upload): writes $ROOT/results/results.json.
 set -uo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
+SOURCE="${AUTOGRADER_SOURCE:-$ROOT/source}"
 mkdir -p "$ROOT/results"
 rm -f "$ROOT/results/results.json"
-"${PYTHON:-python3}" -m grader.gradescope --root "$ROOT" --visibility __VISIBILITY__
+"${PYTHON:-python3}" -m grader.gradescope --root "$ROOT" --course "$SOURCE/course.toml"
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
     # The grader could not even start: still hand Gradescope a valid result the student can read.
     printf '{"score": 0, "output": "The autograder failed to start (exit status %s). Please tell the course \
-staff; this is not a problem with your code.", "visibility": "__VISIBILITY__", "tests": []}\\n' \
+staff; this is not a problem with your code.", "visibility": "__VISIBILITY__", "tests": []}\\n' \\
         "$status" > "$ROOT/results/results.json"
 fi
 exit 0
@@ -120,48 +128,108 @@ def _item_output(item: dict) -> str:
     return "\n".join(lines)
 
 
-def _summary(result: dict) -> str:
-    """Write the submission-level text: total and a per-exercise breakdown."""
+HIDDEN_TRAP = "hardcoded-size"  # the one finding that comes from the hidden geometry
+
+
+def _hidden(item: dict) -> tuple[str | None, str]:
+    """Return (the hidden geometry's verdict or None when it was not reached, what it said)."""
+    info = item.get("hidden_geometry")
+    if isinstance(info, dict):
+        return info.get("status"), str(info.get("message") or "")
+    if item.get("status") == "passed":
+        return "passed", ""
+    if HIDDEN_TRAP in (item.get("traps") or []):
+        return "failed", str(item.get("message") or "")
+    return None, ""
+
+
+def _lecture_view(item: dict) -> dict:
+    """Return the item as seen on the lecture geometry alone: no verdict, trap or words from the hidden one."""
+    hidden, said = _hidden(item)
+    if hidden != "failed":
+        return item
+    from grader.traps import TRAPS
+
+    traps = [t for t in item.get("traps") or [] if t != HIDDEN_TRAP]
+    message = str(item.get("message") or "")
+    message = " ".join(message.replace(said, "").split()) if said else message
+    failing = [t for t in traps if t not in TRAPS or TRAPS[t].fails]  # e.g. mutates-input fails on its own
+    return {**item, "status": "failed" if failing else "passed", "traps": traps, "message": message}
+
+
+def _summary(result: dict, *, scores: bool) -> str:
+    """Write the submission-level text: per exercise, what passes on the lecture geometry (and the score)."""
     items = result.get("items") or []
-    lines = [f"Score: {_num(result.get('score'))} / {_num(result.get('max_score'))}"]
+    lines = []
+    if scores:
+        lines.append(f"Score: {_num(result.get('score'))} / {_num(result.get('max_score'))}")
     for ex in dict.fromkeys([str(i.get("exercise", "?")) for i in items]):
-        mine = [i for i in items if str(i.get("exercise", "?")) == ex]
+        mine = [_lecture_view(i) for i in items if str(i.get("exercise", "?")) == ex]
         counts: dict[str, int] = {}
         for i in mine:
             counts[str(i.get("status"))] = counts.get(str(i.get("status")), 0) + 1
-        got = sum(float(_num(i.get("score"))) for i in mine)
-        out_of = sum(float(_num(i.get("max_score"))) for i in mine)
         detail = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(counts.items()))
-        lines.append(f"{ex}: {_num(got)} / {_num(out_of)} ({detail})")
+        line = f"{ex} on the lecture's sizes: {detail}"
+        if scores:
+            got = sum(float(_num(i.get("score"))) for i in items if str(i.get("exercise", "?")) == ex)
+            out_of = sum(float(_num(i.get("max_score"))) for i in mine)
+            line = f"{ex}: {_num(got)} / {_num(out_of)} ({detail} on the lecture's sizes)"
+        lines.append(line)
     if not items:
         lines.append("No gradable items were produced.")
+    elif not scores:
+        lines.append(
+            "Points are awarded by the hidden-geometry tests, which check the same functions on other sizes; "
+            "they become visible later."
+        )
     return "\n".join(lines)
 
 
-def to_results(result: dict, *, visibility: str = "visible", execution_time: float | None = None) -> dict:
-    """Convert a grading result (SubmissionResult.to_dict()) into a Gradescope results.json object."""
+def to_results(
+    result: dict,
+    *,
+    visibility: str = "visible",
+    hidden_visibility: str = "after_due_date",
+    execution_time: float | None = None,
+) -> dict:
+    """Convert a grading result (SubmissionResult.to_dict()) into a Gradescope results.json object.
+
+    Each item becomes two tests: `ex1.dC`, its verdict on the lecture's sizes (worth no points, with
+    `visibility`), and `ex1.dC (hidden geometry)`, which awards the item's points only when both geometries
+    pass (with `hidden_visibility`, by default after the due date). An item checked on one geometry only
+    (ex4.training) is one test that carries its points.
+    """
     _check_visibility(visibility)
+    _check_visibility(hidden_visibility)
     tests = []
     per_exercise: dict[str, int] = {}
     for item in result.get("items") or []:
         ex = str(item.get("exercise", "?"))
         per_exercise[ex] = per_exercise.get(ex, 0) + 1
         ex_no = ex[2:] if ex.startswith("ex") and ex[2:].isdigit() else ex
-        tests.append(
-            {
-                "name": str(item.get("id", f"{ex}.{item.get('name', '?')}")),
-                "number": f"{ex_no}.{per_exercise[ex]}",
-                "score": _num(item.get("score")),
-                "max_score": _num(item.get("max_score")),
-                "status": "passed" if item.get("status") == "passed" else "failed",
-                "output": _item_output(item),
-                "output_format": "text",
-                "visibility": visibility,
-            }
-        )
+        name = str(item.get("id", f"{ex}.{item.get('name', '?')}"))
+        number = f"{ex_no}.{per_exercise[ex]}"
+        points = _num(item.get("max_score"))
+        score = _num(item.get("score"))
+        if item.get("name") == "training":  # trained on the lecture's sizes only: one test, with its points
+            tests.append(_test(name, number, score, points, item, visibility))
+            continue
+        lecture = _lecture_view(item)
+        tests.append(_test(name, number, 0, 0, lecture, visibility))
+        hidden, said = _hidden(item)
+        if hidden == "passed":
+            output = f"PASSED: {name} on the hidden geometry too  ({score}/{points})"
+        elif hidden == "failed":
+            output = f"FAILED: {name} on the hidden geometry  (0/{points})\n{said}".rstrip()
+        else:
+            output = f"NOT CHECKED: {name} does not pass on the lecture's sizes yet  (0/{points}); see {name}."
+        test = _test(f"{name} (hidden geometry)", f"{number}.1", score, points, item, hidden_visibility)
+        test["status"] = "passed" if hidden == "passed" and item.get("status") == "passed" else "failed"
+        test["output"] = output
+        tests.append(test)
     out = {
         "score": _num(result.get("score")),
-        "output": _summary(result),
+        "output": _summary(result, scores=hidden_visibility == "visible"),
         "output_format": "text",
         "visibility": visibility,
         "stdout_visibility": "hidden",
@@ -170,6 +238,21 @@ def to_results(result: dict, *, visibility: str = "visible", execution_time: flo
     if execution_time is not None:
         out["execution_time"] = _num(round(max(0.0, float(execution_time)), 2))
     return out
+
+
+def _test(name: str, number: str, score, max_score, item: dict, visibility: str) -> dict:
+    """Return one Gradescope test of an item."""
+    shown = {**item, "score": score, "max_score": max_score}
+    return {
+        "name": name,
+        "number": number,
+        "score": score,
+        "max_score": max_score,
+        "status": "passed" if item.get("status") == "passed" else "failed",
+        "output": _item_output(shown),
+        "output_format": "text",
+        "visibility": visibility,
+    }
 
 
 def _error_results(message: str, *, visibility: str, execution_time: float | None) -> dict:
@@ -281,9 +364,28 @@ def _write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def run(root: Path, *, visibility: str = "visible") -> dict:
-    """Grade root/submission with the grader and write root/results/results.json, whatever happens."""
-    _check_visibility(visibility)
+def _with_hidden(graded) -> dict:
+    """Return graded.to_dict() with each item's hidden-geometry verdict, which the JSON contract leaves out."""
+    result = graded.to_dict() if hasattr(graded, "to_dict") else dict(graded)
+    items = getattr(graded, "items", None)
+    if isinstance(items, list) and len(items) == len(result.get("items") or []):
+        result["items"] = [
+            {
+                **d,
+                "hidden_geometry": {"status": getattr(i, "hidden", None), "message": getattr(i, "hidden_message", "")},
+            }
+            for d, i in zip(result["items"], items, strict=True)
+        ]
+    return result
+
+
+def run(root: Path, *, visibility: str | None = None, policy: Policy | None = None) -> dict:
+    """Grade root/submission with the grader and write root/results/results.json, whatever happens.
+
+    policy: the course policy (points, message level, secret, visibility); visibility overrides its visibility.
+    """
+    policy = policy or Policy()
+    visibility = _check_visibility(visibility or policy.visibility)
     root = Path(root)
     results_path = root / "results" / "results.json"
     start = time.monotonic()
@@ -291,13 +393,22 @@ def run(root: Path, *, visibility: str = "visible") -> dict:
         with tempfile.TemporaryDirectory(prefix="ninja-gradescope-") as tmp:
             staging = Path(tmp) / "submission"
             origins = stage_submission(root / "submission", staging)
+            target, note = staging, _files_note(origins)
+            if not origins:  # no exercise files: a notebook is graded instead, if the upload holds one
+                from grader.notebook.submission import find_notebook_submission
+
+                target, note = find_notebook_submission(root / "submission") or (target, note)
             from grader import runner  # lazily: it imports torch and builds fixtures
 
-            graded = runner.grade(staging, list(EXERCISES))
-            result = graded.to_dict() if hasattr(graded, "to_dict") else dict(graded)
-            result = _hide_path(result, str(staging))
-            results = to_results(result, visibility=visibility, execution_time=time.monotonic() - start)
-            results["output"] = _files_note(origins) + "\n\n" + results["output"]
+            graded = runner.grade(target, list(EXERCISES), **grade_kwargs(policy, runner.grade))
+            result = _hide_path(_with_hidden(graded), str(staging))
+            results = to_results(
+                result,
+                visibility=visibility,
+                hidden_visibility=policy.hidden_visibility,
+                execution_time=time.monotonic() - start,
+            )
+            results["output"] = note + "\n\n" + results["output"]
             json.dumps(results, allow_nan=False)  # fail here, not half-way through the write
     except BaseException as exc:  # a results.json must exist whatever went wrong
         if isinstance(exc, KeyboardInterrupt):
@@ -336,9 +447,20 @@ def _package_files(project_root: Path) -> list[tuple[str, Path]]:
     return files
 
 
-def build_autograder_zip(out_zip: Path, project_root: Path, *, visibility: str = "visible") -> Path:
-    """Write the Gradescope autograder zip (setup.sh, run_autograder, grader source) to out_zip."""
-    _check_visibility(visibility)
+def build_autograder_zip(
+    out_zip: Path, project_root: Path, *, visibility: str | None = None, policy: Policy | None = None
+) -> Path:
+    """Write the Gradescope autograder zip (setup.sh, run_autograder, course.toml, grader source) to out_zip.
+
+    The zip's course.toml is the whole policy, secret included: the zip goes to Gradescope, never to students.
+    A policy without a secret gets a random one here, so every submission and every regrade of this
+    autograder uses the same hidden geometry. visibility, when given, overrides the policy's.
+    """
+    policy = policy or Policy()
+    if visibility is not None:
+        policy = replace(policy, visibility=_check_visibility(visibility))
+    if policy.secret is None:
+        policy = replace(policy, secret=secrets.token_urlsafe(24))
     project_root, out_zip = Path(project_root), Path(out_zip)
     if not (project_root / "pyproject.toml").is_file() or not (project_root / "grader").is_dir():
         raise FileNotFoundError(f"{project_root} has no pyproject.toml and grader/: not the grader project")
@@ -350,13 +472,14 @@ def build_autograder_zip(out_zip: Path, project_root: Path, *, visibility: str =
     out_zip.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_zip.with_name(out_zip.name + ".part")
     with zipfile.ZipFile(tmp, "w") as zf:
-        _zip_write(zf, "setup.sh", SETUP_SH.encode(), executable=True)
+        _zip_write(zf, "setup.sh", SETUP_SH.replace("__TORCH__", TORCH_VERSION).encode(), executable=True)
         _zip_write(
             zf,
             "run_autograder",
-            RUN_AUTOGRADER.replace("__VISIBILITY__", visibility).encode(),
+            RUN_AUTOGRADER.replace("__VISIBILITY__", policy.visibility).encode(),
             executable=True,
         )
+        _zip_write(zf, FILENAME, policy.to_toml().encode())
         if "README.md" not in names:  # pyproject.toml names it, so pip needs it to exist
             _zip_write(zf, "README.md", STUB_README.encode())
         for name, path in files:
@@ -377,9 +500,21 @@ def main(argv: list[str] | None = None) -> dict:
         default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")),
         help="the autograder folder (default: $AUTOGRADER_ROOT or /autograder)",
     )
-    parser.add_argument("--visibility", choices=VISIBILITIES, default="visible", help="results visibility")
+    parser.add_argument("--course", type=Path, default=None, help="the course policy (course.toml), if there is one")
+    parser.add_argument("--visibility", choices=VISIBILITIES, default=None, help="override the policy's visibility")
     args = parser.parse_args(argv)
-    return run(args.root, visibility=args.visibility)
+    try:
+        policy = load(args.course) if args.course is not None else Policy()
+    except PolicyError as exc:  # still write a results.json the student can read
+        results = _error_results(
+            f"The autograder is misconfigured and could not grade this submission; please tell the course "
+            f"staff.\n\nError: {exc}",
+            visibility=args.visibility or "visible",
+            execution_time=None,
+        )
+        _write_json(Path(args.root) / "results" / "results.json", results)
+        return results
+    return run(args.root, visibility=args.visibility, policy=policy)
 
 
 if __name__ == "__main__":

@@ -63,8 +63,33 @@ def _axes_labels(ax, t: torch.Tensor, m: torch.Tensor) -> None:
         ax.set_yticklabels(list(corpus_mod.VOCAB), fontsize=6)
 
 
-def plot_differences(items, path) -> str:
-    """Draw one heat map of |student - truth| per (item_id, student, truth); return the path."""
+def _vector_like(t: torch.Tensor) -> bool:
+    """Return whether a tensor has at most one dimension longer than 1: (64,), (1, 64), (64, 1)."""
+    return t.dim() >= 1 and sum(k > 1 for k in t.shape) <= 1
+
+
+def _draw_bars(ax, item_id: str, student: torch.Tensor, truth: torch.Tensor) -> None:
+    """Draw a 1-D gradient as bars: |yours - autograd| per entry, or your values beside autograd's."""
+    s = student.detach().to(torch.float64).flatten()  # (k,)
+    if student.shape == truth.shape:
+        d = (s - truth.detach().to(torch.float64).flatten()).abs()  # (k,)
+        ax.bar(range(len(d)), d.tolist(), color="tab:purple", width=0.9)
+        ax.set_title(f"{item_id}: |yours - autograd| per entry, max {d.max().item():.3g}", fontsize=9)
+        ax.set_ylabel("|difference|", fontsize=8)
+    else:
+        t = truth.detach().to(torch.float64).flatten()  # (k,)
+        ax.bar([i - 0.2 for i in range(len(s))], s.tolist(), width=0.4, color="tab:red", label="yours")
+        if len(t) == len(s):
+            ax.bar([i + 0.2 for i in range(len(t))], t.tolist(), width=0.4, color="tab:gray", label="autograd")
+        ax.legend(fontsize=7)
+        ax.set_title(
+            f"{item_id}: your shape {tuple(student.shape)} != {tuple(truth.shape)}", fontsize=9, color="tab:red"
+        )
+    ax.set_xlabel("index", fontsize=8)
+
+
+def differences_figure(items):
+    """Return a Figure with one panel per (item_id, student, truth): a heat map, or bars for a 1-D gradient."""
     items = list(items)
     if not items:
         raise ValueError("plot_differences needs at least one item")
@@ -73,6 +98,9 @@ def plot_differences(items, path) -> str:
     fig = figure(figsize=(5 * cols, 3.6 * rows))
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, (item_id, student, truth) in zip(axes, items, strict=False):
+        if _vector_like(student) and (student.shape == truth.shape or _vector_like(truth)):
+            _draw_bars(ax, item_id, student, truth)
+            continue
         if student.shape == truth.shape:
             m = (_matrix(student) - _matrix(truth)).abs()  # |student - truth|, 2-D
             top = m.max().item()
@@ -93,5 +121,41 @@ def plot_differences(items, path) -> str:
     for ax in axes[len(items) :]:
         ax.set_visible(False)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    return fig
+
+
+def plot_differences(items, path) -> str:
+    """Draw one panel of |student - truth| per (item_id, student, truth); return the path."""
+    differences_figure(items).savefig(path, dpi=100)
+    return str(path)
+
+
+def _chunked(losses, chunk: int) -> list[float]:
+    """Return the mean log10 loss over consecutive chunks of steps, as the lecture plots it."""
+    log10 = torch.tensor(losses, dtype=torch.float64).clamp_min(1e-12).log10()  # (steps,)
+    usable = len(log10) // chunk * chunk
+    return log10[:usable].view(-1, chunk).mean(1).tolist() if usable else []
+
+
+def loss_curves_figure(student, reference, *, train=None, val=None):
+    """Return a Figure of the student's loss curve beside autograd's reference curve (same seed and steps)."""
+    chunk = min(1000, max(1, max(len(student), len(reference)) // 50))
+    fig = figure(figsize=(8, 4.5))
+    ax = fig.subplots()
+    for losses, label, style in ((reference, "autograd's loss.backward()", "--"), (student, "your backward", "-")):
+        curve = _chunked(losses, chunk)
+        ax.plot([(i + 1) * chunk for i in range(len(curve))], curve, style, label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel(f"log10 loss (mean of {chunk} steps)")
+    result = f": train {train:.4f}, val {val:.4f}" if train is not None and val is not None else ""
+    ax.set_title(f"Ex4 trained with your backward{result}; autograd on the same batches for reference", fontsize=9)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_loss_curves(student, reference, path, *, train=None, val=None) -> str:
+    """Write the student's loss curve beside autograd's to a PNG; return its path."""
+    loss_curves_figure(student, reference, train=train, val=val).savefig(path, dpi=100)
     return str(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -13,6 +14,9 @@ FORBIDDEN = ("reference", "tests", "bench")  # top-level folders that must never
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache", ".git"}
 _SKIP_SUFFIXES = {".pyc", ".pyo"}
 _MAX_SCAN_BYTES = 8 << 20
+
+TORCH_VERSION = "2.13.0"  # the torch the project is tested with; the bundle and setup.sh pin it
+STUB_FILES = ("ex1.py", "ex2.py", "ex3.py", "ex4.py")
 
 STUDENT_README = """\
 # Becoming a backprop ninja: the exercises and their grader
@@ -48,24 +52,31 @@ You need Python 3.10 or newer. From this folder (a virtual environment is a good
 
 ```
 python -m venv .venv && source .venv/bin/activate     # Windows: .venv\\Scripts\\activate
-pip install torch==2.13.0 .
+pip install torch=={torch} numpy ".[plot]"
 ```
 
-(If you already have a working PyTorch, `pip install .` is enough.)
+The `plot` extra (matplotlib) is only needed for `--plot` and `--curve`; without it, `pip install torch=={torch}
+numpy .` is enough.
 
 ## Grade your work
 
 Run these from this folder; each grades the files in `exercises/`:
 
 ```
-grade ex1          # one exercise
-grade ex1 dcounts  # one function of it
-grade all          # all four
+grade ex1                      # one exercise
+grade ex1 --only dcounts       # one function of it (repeat --only for more)
+grade ex1 --only dC --hints    # ... and explain each trap at length
+grade all                      # all four
 grade all --submission path/to/folder   # grade ex1.py..ex4.py kept elsewhere
-grade ex1 --json   # machine-readable output
+grade ex1 --json               # machine-readable output
+grade ex1 --plot diff.png      # a heat map of where each failing gradient differs
+grade ex2 --plot dlogits.png   # the lecture's picture of dlogits
+grade ex4 --full --steps 2000 --curve loss.png   # train the network with your backward alone
+python data/make_fixture.py    # print the fixed batch every grade is measured on
 ```
 
-`grade --help` lists every option.
+`grade --help` and `grade ex1 --help` list every option. `grade ex4 --full` without `--steps` runs the
+lecture's 200,000 steps, which takes a while.
 
 ## Reading the table
 
@@ -80,11 +91,19 @@ There is one row per graded gradient, named like `ex1.dC` (exercise 1, the gradi
 - **shape**: what you returned, next to the expected shape; a gradient must have exactly the shape of
   the variable it belongs to (no silent broadcasting).
 - **traps**: classic backprop mistakes the grader recognised in your numbers (for example forgetting
-  that a variable used twice receives the sum of both gradients), each with a hint about what to fix.
+  that a variable used twice receives the sum of both gradients).
 
 Each passed item earns its points; the total is shown at the bottom. The grader also runs your
-code on a second model with different sizes, so hard-coded `32`, `64` or `27` will be caught: take
-sizes from `n` and from the shapes of the tensors you are given.
+code on a second model with other sizes, so hard-coded `32`, `64` or `27` will be caught: take
+sizes from `n` and from the shapes of the tensors you are given. Here that second model is drawn
+afresh every time you run `grade`; the one your course grades with is drawn from a secret and is
+not in this folder.
+
+## Course policy
+
+`course.toml` in this folder is your course's grading policy: the points of each item and how much
+the grader's messages say (`level`). `grade` reads it from here (or from beside the folder given to
+`--submission`); `--course PATH` reads another one.
 """
 
 
@@ -167,16 +186,16 @@ def _walk_files(root: Path):
             yield Path(dirpath) / name
 
 
-def find_leaks(bundle: Path, reference_dir: Path) -> list[str]:
+def find_leaks(bundle: Path, reference_dir: Path, stubs_dir: Path | None = None) -> list[str]:
     """Return "path:line: text" for every bundle line that contains a reference solution line.
 
     A solution line is a stripped line of a reference .py file that is not blank, a comment, a docstring, an
-    import or a def line, is at least MIN_LEAK_CHARS long without whitespace, and is not already in the
-    corresponding stub reference_dir/../exercises/<name> (stubs ship to students on purpose).
+    import or a def line, is at least MIN_LEAK_CHARS long without whitespace, and is not already in the stub
+    of the same name in stubs_dir (default: the bundle's own exercises/, the stubs that ship on purpose).
     Matching ignores whitespace.
     """
     bundle, reference_dir = Path(bundle), Path(reference_dir)
-    stubs = reference_dir.parent / "exercises"
+    stubs = Path(stubs_dir) if stubs_dir is not None else bundle / "exercises"
     candidates: dict[str, str] = {}  # normalised line -> "reference/ex1.py:12"
     for ref in sorted(reference_dir.rglob("*.py")):
         if "__pycache__" in ref.parts:
@@ -204,35 +223,132 @@ def find_leaks(bundle: Path, reference_dir: Path) -> list[str]:
     return leaks
 
 
+def _git(project_root: Path, *args: str) -> subprocess.CompletedProcess | None:
+    """Run a read-only git command in project_root; None when git or the repository is not there."""
+    try:
+        return subprocess.run(["git", "-C", str(project_root), *args], capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def committed_stubs(project_root: Path) -> tuple[dict[str, bytes], str]:
+    """Return the stub files as committed ({name: bytes}) and where they came from.
+
+    In a git checkout, the stubs are read from HEAD (`git show HEAD:./exercises/ex1.py`), so whatever a
+    working copy holds (an instructor's filled-in exercises, say) never ships. Outside one (an unpacked
+    source archive), the files in exercises/ are the packaged copy. Either way check_stub() vets them.
+    """
+    project_root = Path(project_root)
+    inside = _git(project_root, "rev-parse", "--is-inside-work-tree")
+    if inside is not None and inside.returncode == 0 and inside.stdout.strip() == b"true":
+        stubs, missing = {}, []
+        for name in STUB_FILES:
+            shown = _git(project_root, "show", f"HEAD:./exercises/{name}")
+            if shown is None or shown.returncode != 0:
+                missing.append(name)
+            else:
+                stubs[name] = shown.stdout
+        if missing:
+            raise FileNotFoundError(
+                f"{', '.join(missing)} not committed under {project_root / 'exercises'} (git HEAD): commit the stubs"
+            )
+        return stubs, "git HEAD"
+    stubs = {}
+    for name in STUB_FILES:
+        path = project_root / "exercises" / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing: the bundle needs every stub")
+        stubs[name] = path.read_bytes()
+    return stubs, str(project_root / "exercises")
+
+
+def _is_stub_body(body: list) -> bool:
+    """Tell whether a function body is a docstring at most, then only `raise NotImplementedError`."""
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    exc = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def check_stub(name: str, source: bytes, origin: str) -> None:
+    """Raise RuntimeError unless a stub file is a docstring, imports and functions that only raise."""
+    try:
+        tree = ast.parse(source.decode("utf-8"), filename=name)
+    except (SyntaxError, UnicodeDecodeError) as exc:
+        raise RuntimeError(f"{origin}: {name} is not a valid stub file: {exc}") from None
+    filled = [
+        f"{node.name} (line {node.lineno})"
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_stub_body(node.body)
+    ]
+    allowed = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef)
+    filled += [
+        f"module-level code (line {node.lineno})"
+        for k, node in enumerate(tree.body)
+        if not isinstance(node, allowed) and not (k == 0 and isinstance(node, ast.Expr))  # the module docstring
+    ]
+    if filled:
+        raise RuntimeError(
+            f"{origin}: {name} is not a stub: {', '.join(filled[:5])}{' ...' if len(filled) > 5 else ''} "
+            f"does more than raise NotImplementedError"
+        )
+
+
 def _ignore(_dir: str, names: list[str]) -> list[str]:
     """Tell copytree to skip caches and bytecode."""
     skip = [n for n in names if n in _SKIP_DIRS or n.endswith(".egg-info")]
     return skip + [n for n in names if Path(n).suffix in _SKIP_SUFFIXES]
 
 
-def build_release(outdir: Path, project_root: Path) -> Path:
-    """Build the student bundle in outdir (stubs, grader, pyproject.toml, README, data/); raise on leaks."""
+def build_release(outdir: Path, project_root: Path, policy=None) -> Path:
+    """Build the student bundle in outdir (committed stubs, grader/, pyproject.toml, README, data/, course.toml).
+
+    policy: the course policy to ship; its secret never does (Policy.public()). Raises FileNotFoundError for a
+    missing piece, RuntimeError for a stub that is not one, a missing reference/ or a solution line that leaks.
+    """
+    from grader.policy import FILENAME, Policy
+
     outdir, project_root = Path(outdir), Path(project_root)
     for needed in ("pyproject.toml", "grader", "exercises"):
         if not (project_root / needed).exists():
             raise FileNotFoundError(f"{project_root / needed} is missing: not the grader project")
+    reference = project_root / "reference"
+    if not any(reference.glob("*.py")):
+        raise RuntimeError(f"{reference} has no solutions: the bundle cannot be checked for leaks without them")
     if outdir.exists() and (not outdir.is_dir() or any(outdir.iterdir())):
         raise FileExistsError(f"{outdir} already exists and is not empty; remove it or choose another folder")
+    stubs, origin = committed_stubs(project_root)
+    for name, source in stubs.items():
+        check_stub(name, source, origin)
     outdir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{outdir.name}-", dir=outdir.parent))
     staging.chmod(0o755)
     try:
-        shutil.copytree(project_root / "exercises", staging / "exercises", ignore=_ignore)
-        shutil.copytree(project_root / "grader", staging / "grader", ignore=_ignore)
+        (staging / "exercises").mkdir()
+        for name, source in stubs.items():
+            (staging / "exercises" / name).write_bytes(source)
+        shutil.copytree(project_root / "grader", staging / "grader", ignore=_ignore)  # every subpackage
         shutil.copy2(project_root / "pyproject.toml", staging / "pyproject.toml")
-        (staging / "README.md").write_text(STUDENT_README, encoding="utf-8")
+        (staging / "README.md").write_text(STUDENT_README.replace("{torch}", TORCH_VERSION), encoding="utf-8")
+        from grader.notebook.student import write_student_notebook
+
+        write_student_notebook(staging)  # backprop_ninja.ipynb: the lecture's layout, a check() after each exercise
+        (staging / FILENAME).write_text((policy or Policy()).public().to_toml(), encoding="utf-8")
         if (project_root / "data").is_dir():
             shutil.copytree(project_root / "data", staging / "data", ignore=_ignore)
-        present = [name for name in FORBIDDEN if (staging / name).exists()]
+        present = [str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_dir() and p.name in FORBIDDEN]
         if present:
-            raise RuntimeError(f"instructor-only folders ended up in the bundle: {', '.join(present)}")
-        reference = project_root / "reference"
-        leaks = find_leaks(staging, reference) if reference.is_dir() else []
+            raise RuntimeError(f"instructor-only folders ended up in the bundle: {', '.join(sorted(present))}")
+        if policy is not None and policy.secret is not None:
+            hits = [
+                str(p.relative_to(staging)) for p in _walk_files(staging) if policy.secret.encode() in p.read_bytes()
+            ]
+            if hits:
+                raise RuntimeError(f"the course secret would ship in the bundle, in {', '.join(hits)}")
+        leaks = find_leaks(staging, reference)
         if leaks:
             shown = "\n  ".join(leaks[:20]) + ("\n  ..." if len(leaks) > 20 else "")
             raise RuntimeError(f"{len(leaks)} solution line(s) would leak into the bundle:\n  {shown}")

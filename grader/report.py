@@ -29,31 +29,75 @@ def _fmt(value) -> str:
     return f"{value:.2e}" if value else "0"
 
 
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    return textwrap.wrap(text, width - len(indent), initial_indent=indent, subsequent_indent=indent)
+
+
+def _printed(output: str, width: int, indent: str) -> list[str]:
+    """Return the last lines a student's code printed, for the table."""
+    tail = output.strip().splitlines()[-3:]
+    return [f"{indent}it printed: " + t[: width - 20] for t in tail]
+
+
+def problems(result: SubmissionResult, width: int = 100) -> list[str]:
+    """Return the lines that say once, above the table, what failed for a whole file or call."""
+    lines = []
+    for p in result.problems:
+        n = len(p["items"])
+        what = f"{p['file']} ({n} item{'s' if n != 1 else ''} {_LABEL[p['status']]})"
+        lines += _wrap(f"{what}: {p['message']}", width, "")
+        if p.get("output", "").strip():
+            lines += _printed(p["output"], width, "    ")
+    return lines + ([""] if lines else [])
+
+
+def points_note(result: SubmissionResult) -> str:
+    """Explain the points column when items are not all worth the same, or '' when they are."""
+    worth: dict[float, list[str]] = {}
+    for item in result.items:
+        worth.setdefault(item.max_score, []).append(item.id)
+    if len(worth) <= 1:
+        return ""
+    common = max(worth, key=lambda k: len(worth[k]))
+    others = "; ".join(f"{', '.join(ids)} {k:g}" for k, ids in sorted(worth.items()) if k != common)
+    return (
+        f"points: an item scores its points only when it passes; each is worth {common:g} except {others}, "
+        f"as the course set them."
+    )
+
+
 def table(result: SubmissionResult, *, hints: bool = False, color: bool | None = None) -> str:
     """Render a submission like the lecture's cmp() lines, with a message under each failure."""
     color = sys.stdout.isatty() if color is None else color
     width = min(shutil.get_terminal_size((100, 20)).columns, 110)
     idw = max([len(i.id) for i in result.items] + [4])
-    lines = [f"{'item':<{idw}}  {'status':<8} {'exact':<6} {'approx':<6} {'maxdiff':<9} traps"]
+    lines = problems(result, width)
+    lines.append(f"{'item':<{idw}}  {'status':<8} {'points':<6} {'exact':<6} {'approx':<6} {'maxdiff':<9} traps")
     for item in result.items:
         label = f"{_LABEL[item.status]:<8}"
         if color:
             label = click.style(label, **_STYLE[item.status])
         traps = ", ".join(item.traps)
+        pts = f"{item.score:g}/{item.max_score:g}"
         lines.append(
-            f"{item.id:<{idw}}  {label} {_fmt(item.exact):<6} {_fmt(item.approx):<6} {_fmt(item.maxdiff):<9} {traps}"
+            f"{item.id:<{idw}}  {label} {pts:<6} {_fmt(item.exact):<6} {_fmt(item.approx):<6} "
+            f"{_fmt(item.maxdiff):<9} {traps}".rstrip()
         )
+        if item.scope != "item":
+            continue  # said once above the table
         show = item.message and (item.status not in ("passed", "not_attempted") or item.traps)
         if show:
-            lines += textwrap.wrap(item.message, width - 6, initial_indent="    ", subsequent_indent="    ")
-            if item.output.strip() and item.status in ("error", "timeout"):
-                tail = item.output.strip().splitlines()[-3:]
-                lines += ["    it printed: " + t[: width - 20] for t in tail]
+            lines += _wrap(item.message, width - 2, "    ")
+        if item.output.strip() and item.status in ("failed", "error", "timeout"):
+            lines += _printed(item.output, width, "    ")
         if hints and item.hints:
             for hint in item.hints:
-                lines += textwrap.wrap("why: " + hint, width - 6, initial_indent="      ", subsequent_indent="      ")
+                lines += _wrap("why: " + hint, width - 2, "      ")
     lines.append("")
     lines.append(summary_line(result, color=color))
+    note_line = points_note(result)
+    if note_line:
+        lines += _wrap(note_line, width, "")
     return "\n".join(lines)
 
 

@@ -27,6 +27,11 @@ class ItemResult:
     output: str = ""  # what the student's code printed; shown on a terminal, not in the JSON
     value: object = field(default=None, repr=False)  # the returned tensor, for plots; not in the JSON
     truth: object = field(default=None, repr=False)
+    hidden: str | None = None  # the hidden geometry's verdict ("passed", "failed"); None when it was not reached
+    hidden_message: str = ""  # the part of message about the hidden geometry; not in the JSON
+    scope: str = "item"  # "file": the whole exercise file failed; "call": the whole ex4 call (said once)
+    findings: list = field(default_factory=list, repr=False)  # traps.Finding, rendered into message by level
+    note: str = ""  # the part of message that is not a trap's (where the values differ)
 
     @property
     def score(self) -> float:
@@ -58,6 +63,7 @@ class SubmissionResult:
     submission: str
     items: list[ItemResult]
     extra: dict = field(default_factory=dict)  # e.g. "training" from grade ex4 --full
+    problems: list = field(default_factory=list)  # failures of a whole file or call, said once (runner.conclude)
 
     @property
     def score(self) -> float:
@@ -85,5 +91,6 @@ class SubmissionResult:
             "score": self.score,
             "max_score": self.max_score,
             "items": [i.to_dict() for i in self.items],
+            "problems": [{k: v for k, v in p.items() if k != "output"} for p in self.problems],
             **self.extra,
         }

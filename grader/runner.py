@@ -7,16 +7,24 @@ from pathlib import Path
 
 import torch
 
-from grader import catalogue, fixture, traps
+from grader import catalogue, fixture, traps, wire
 from grader import compare as cmp
+from grader.policy import Policy
 from grader.results import ItemResult, SubmissionResult
-from grader.sandbox import Limits, Worker
+from grader.sandbox import MALFORMED, Limits, Worker, internals, jail, reap
 from grader.sources import Source, Submission
-from grader.wire import Opaque, Returned, WireError, decode_value
+from grader.wire import Opaque, Returned, WireError
 
 MAX_SOURCE_BYTES = 1 << 20
-MAX_RESTARTS = 8
 MAX_TIMEOUTS = 3  # after this many hung calls, a submission's remaining calls are not run
+MAX_STARTS = 64  # sandboxes one submission may start: one per exercise, and one more after each crash
+
+_LOAD_REPLY = {
+    "ok": bool,
+    "functions": wire.Map({"params": [{"name": str, "default": bool}], "error": wire.Opt(str)}),
+    "error": wire.ERROR,
+}
+_CALL_REPLY = {"ok": bool, "value": wire.VALUE, "after": wire.Map(wire.VALUE), "autograd": [str], "error": wire.ERROR}
 
 
 @dataclass
@@ -44,91 +52,109 @@ def read_sources(submission: Path, exercises) -> dict[str, Source]:
 
 
 class Session:
-    """One submission's sandbox: (re)starts the child, (re)loads exercise files, calls functions."""
+    """One submission's sandboxes: a fresh child per exercise, and a fresh one again after a crash or a hang.
 
-    def __init__(self, sources, limits: Limits):
+    No state passes from one exercise to the next, and a call that kills its child costs exactly that call: the
+    next call starts a new child and loads the file again.
+    """
+
+    def __init__(self, sources: dict[str, Source], limits: Limits):
         self.sources = sources
         self.limits = limits
         self.worker: Worker | None = None
-        self.loaded: set[str] = set()
-        self.restarts = 0
-        self.timeouts = 0
+        self.exercise: str | None = None
         self.functions: dict[str, dict] = {}
+        self.starts = 0
+        self.timeouts = 0
 
     def close(self):
         if self.worker is not None:
             self.worker.close()
             self.worker = None
 
-    def _ask(self, request: dict, timeout: float | None = None):
-        if self.timeouts >= MAX_TIMEOUTS:
-            return None
-        if self.worker is None or not self.worker.alive:
-            if self.worker is not None:
-                self.worker.close()
-                self.restarts += 1
-            if self.restarts > MAX_RESTARTS:
-                return None
-            self.worker = Worker({ex: (s.path, s.text) for ex, s in self.sources.items()}, self.limits)
-            self.loaded.clear()
-        reply = self.worker.ask(request, timeout)
+    def _failed(self, reply) -> Outcome:
         self.timeouts += reply.failure == "timeout"
-        return reply
+        self.close()
+        return Outcome(failure=reply.failure, reason=reply.reason, output=reply.output)
 
-    def gave_up(self) -> Outcome:
-        """Return the outcome of a call not run because this submission already hung or crashed too often."""
+    def gave_up(self) -> Outcome | None:
+        """Return why no more calls of this submission are run, or None."""
         if self.timeouts >= MAX_TIMEOUTS:
             return Outcome(
                 failure="timeout", reason=f"not run: {MAX_TIMEOUTS} earlier calls of this submission already timed out"
             )
-        return Outcome(failure="crash", reason="the sandbox crashed too many times; grading stopped")
+        if self.starts >= MAX_STARTS:
+            return Outcome(failure="crash", reason="the sandbox crashed too many times; grading stopped")
+        return None
 
-    def load(self, exercise: str, fresh: bool = False) -> tuple[dict | None, Outcome | None]:
-        """Execute an exercise file in the child; return its functions or why it failed."""
-        if exercise in self.loaded and not fresh:
-            return self.functions[exercise], None
-        reply = self._ask({"op": "load", "exercise": exercise})
-        if reply is None:
-            return None, self.gave_up()
+    def load(self, exercise: str) -> tuple[dict | None, Outcome | None]:
+        """Start a fresh child for an exercise and execute its file; return its functions or why that failed."""
+        self.close()
+        stop = self.gave_up()
+        if stop is not None:
+            return None, stop
+        self.starts += 1
+        self.worker, self.exercise = Worker(self.limits), exercise
+        src = self.sources[exercise]
+        reply = self.worker.ask({"op": "load", "path": src.path, "text": src.text})
         if not reply.ok:
-            return None, Outcome(failure=reply.failure, reason=reply.reason, output=reply.output)
+            return None, self._failed(reply)
+        try:
+            wire.check(reply.header, _LOAD_REPLY, "load reply")
+        except WireError as exc:
+            self.close()
+            return None, Outcome(failure="protocol", reason=f"{MALFORMED} ({exc})", output=reply.output)
         if not reply.header.get("ok"):
+            self.close()
             return None, Outcome(error=_error(reply.header), output=reply.output)
-        self.loaded.add(exercise)
         self.functions[exercise] = reply.header.get("functions") or {}
         return self.functions[exercise], None
 
-    def call(self, exercise: str, function: str, runs: list[dict], timeout=None) -> list[Outcome]:
-        """Call one student function once per run ({fixture, local, sent, fresh}) in a single request."""
-        if exercise not in self.loaded:
+    def call(self, exercise: str, function: str, args: dict, reload: bool = False) -> Outcome:
+        """Call one student function with these inputs (all sent from here); reload=True re-executes the file."""
+        stop = self.gave_up()
+        if stop is not None:
+            return stop
+        if self.worker is None or not self.worker.alive or self.exercise != exercise:
             _, failed = self.load(exercise)
             if failed is not None:
-                return [failed] * len(runs)
-        request = {"op": "call", "exercise": exercise, "function": function, "runs": runs}
-        reply = self._ask(request, (timeout or self.limits.timeout) * len(runs))
-        if reply is None:
-            return [self.gave_up()] * len(runs)
+                return failed
+        enc = wire.Encoder()
+        sent = {k: enc.value(v) for k, v in args.items()}
+        request = {"op": "call", "function": function, "args": sent, "reload": reload}
+        reply = self.worker.ask(request, enc.blob())
         if not reply.ok:
-            return [Outcome(failure=reply.failure, reason=reply.reason, output=reply.output)] * len(runs)
-        headers = reply.header.get("runs")
-        if not isinstance(headers, list) or len(headers) != len(runs):
-            return [Outcome(failure="protocol", reason="the sandbox answered a different number of calls")] * len(runs)
-        return [self._outcome(h, reply) for h in headers]
-
-    @staticmethod
-    def _outcome(h, reply) -> Outcome:
+            return self._failed(reply)
         try:
-            value = decode_value(h["value"], reply.blob) if h.get("ok") else None
-            mutated = {k: decode_value(v, reply.blob) for k, v in (h.get("mutated") or {}).items()}
-        except (WireError, KeyError, TypeError, AttributeError) as exc:
-            return Outcome(failure="protocol", reason=f"unreadable reply: {exc}", output=reply.output)
-        return Outcome(
-            value=value,
-            error=None if h.get("ok") else _error(h),
-            mutated=mutated,
-            autograd=[str(a) for a in h.get("autograd") or []][:10],
-            output=reply.output,
-        )
+            return _outcome(reply, args)
+        except WireError as exc:
+            self.close()
+            return Outcome(failure="protocol", reason=f"{MALFORMED} ({exc})", output=reply.output)
+
+
+def _outcome(reply, args: dict) -> Outcome:
+    """Decode a call's reply strictly, and decide here whether the call changed any of its inputs."""
+    h = reply.header
+    wire.check(h, _CALL_REPLY, "call reply")
+    dec = wire.Decoder(reply.blob)
+    value = dec.value(h["value"]) if h.get("ok") and "value" in h else None
+    after = {k: dec.value(v) for k, v in (h.get("after") or {}).items()}
+    mutated = {}
+    for name, before in args.items():
+        if not isinstance(before, torch.Tensor):
+            continue
+        now = after.get(name)
+        if not isinstance(now, Returned):
+            raise WireError(f"input {name!r} missing from the reply")
+        if now.tensor.dtype != before.dtype or now.tensor.shape != before.shape or not torch.equal(now.tensor, before):
+            mutated[name] = now
+    return Outcome(
+        value=value,
+        error=None if h.get("ok") else _error(h),
+        mutated=mutated,
+        autograd=list(h.get("autograd") or [])[:10],
+        output=reply.output,
+    )
 
 
 def _error(header: dict) -> dict:
@@ -149,45 +175,66 @@ def grade(
     data=None,
     limits: Limits | None = None,
     name: str | None = None,
+    policy: Policy | None = None,
+    level: str = traps.DEFAULT_LEVEL,
 ) -> SubmissionResult:
-    """Grade a submission (a folder of exercise files, or what intake read) and return every item's verdict."""
+    """Grade a submission (a folder of exercise files, or what intake read) and return every item's verdict.
+
+    level: how much each message may say, "diagnose" (what is wrong and where), "hint" or "full".
+    """
+    traps.check_level(level)
+    policy = policy or Policy()
+    catalogue.use_secret(policy.secret)  # the hidden geometry this course's secret draws
     if not isinstance(submission, Submission):
         folder = Path(submission)
         submission = Submission(name or str(folder), read_sources(folder, catalogue.EXERCISES))
     limits = limits or Limits()
-    torch.set_num_threads(1)  # the model is tiny, and sandbox children are forked from this process
     calls = catalogue.select(exercises, only)
-    for call in calls:  # build every fixture before the sandbox forks, so the child inherits them
+    for call in calls:  # the truth is built here, in the trusted process, before any child exists
         for g in catalogue.geometries(call):
             catalogue.build_fixture(call, g, data)
     wanted = {c.exercise for c in calls}
     sources = {ex: src for ex, src in submission.sources.items() if ex in wanted}
     session = Session(sources, limits)
     items: list[ItemResult] = []
-    try:
-        for ex in catalogue.EXERCISES:
-            ex_calls = [c for c in calls if c.exercise == ex]
-            if ex_calls:
-                items += _grade_exercise(session, ex, ex_calls, submission, data)
-    finally:
-        session.close()
-    return SubmissionResult(name or submission.name, items)
+    with jail.held():
+        try:
+            for ex in catalogue.EXERCISES:
+                ex_calls = [c for c in calls if c.exercise == ex]
+                if ex_calls:
+                    items += _grade_exercise(session, ex, ex_calls, submission, data)
+        finally:
+            session.close()
+            reap(wait=True)
+    result = SubmissionResult(name or submission.name, items)
+    flags = [f.to_dict() for ex in sorted(sources) for f in internals.scan(ex, sources[ex].text)]
+    if flags:
+        result.extra["flags"] = {"private_internals": flags}
+    policy.apply(result)  # points per item and exercise
+    return conclude(result, level)
+
+
+def failed_result(name: str, message: str, data=None, exercises=catalogue.EXERCISES) -> SubmissionResult:
+    """Return a result whose every item is an error with this message (the grader itself could not finish)."""
+    items = [_blank(c, i, data, "error", message) for c in catalogue.select(exercises) for i in c.items]
+    return SubmissionResult(name, items)
 
 
 def _grade_exercise(session: Session, ex: str, calls, submission: Submission, data) -> list[ItemResult]:
     if ex not in session.sources:
         return [
-            _blank(c, i, data, "not_attempted", f"No {ex}.py was found in the submission.")
+            _blank(c, i, data, "not_attempted", f"No {ex}.py was found in the submission.", scope="file")
             for c in calls
             for i in c.items
         ]
     functions, failed = session.load(ex)
     if failed is not None:
         status, message = _failure_message(failed, f"loading {ex}.py")
-        return [_blank(c, i, data, status, message, failed.output) for c in calls for i in c.items]
+        return [_blank(c, i, data, status, message, failed.output, scope="file") for c in calls for i in c.items]
     results = []
     for call in calls:
         results += _grade_call(session, call, functions, data)
+    session.close()  # the next exercise gets a child that never ran this one
     return results
 
 
@@ -206,26 +253,22 @@ def _grade_call(session: Session, call: catalogue.Call, functions: dict, data) -
         # one request per step: a step's inputs reveal the previous step's answer, so they must not arrive early
         steps = []
         for k, (inputs, _) in enumerate(fx_a.steps):
-            run = {"fixture": None, "local": [], "sent": {n: inputs[n] for n in names}, "fresh": k == 0}
-            (out,) = session.call(call.exercise, call.function, [run])
+            out = session.call(call.exercise, call.function, {n: inputs[n] for n in names}, reload=k == 0)
             steps.append(out)
             if out.failure or out.error:
                 break
         return [judge_training(call.items[0], steps, fx_a)]
-    # both geometries in one request (neither holds this item's answer); ex4 re-executes its file in between
-    out_a, out_b = session.call(call.exercise, call.function, [_run(fx_a, call, names), _run(fx_b, call, names)])
+    out_a = session.call(call.exercise, call.function, _args(fx_a, call, names), reload=call.ex4)
+    out_b = out_a
+    if not (out_a.failure or out_a.error):  # the hidden geometry matters only for an answer that ran
+        out_b = session.call(call.exercise, call.function, _args(fx_b, call, names), reload=call.ex4)
     return [judge(item, _pick(out_a, call, item), _pick(out_b, call, item), fx_a, fx_b) for item in call.items]
 
 
-def _run(fx: fixture.Fixture, call: catalogue.Call, names) -> dict:
-    """Describe one call of a function on one fixture: inherited inputs by name, true gradients sent."""
+def _args(fx: fixture.Fixture, call: catalogue.Call, names) -> dict:
+    """Return a call's inputs on one fixture, by name: forward tensors, parameters, sizes and true gradients."""
     inputs = fx.inputs()
-    return {
-        "fixture": fixture.built_fixtures().index(fx),
-        "local": [n for n in names if n in inputs],
-        "sent": {n: fx.truth[n] for n in names if n in call.grads},
-        "fresh": call.ex4 and fx.geometry != catalogue.geometries(call)[0],
-    }
+    return {n: inputs[n] if n in inputs else fx.truth[n] for n in names}
 
 
 def _bind(call: catalogue.Call, info: dict, fx: fixture.Fixture) -> tuple[str | None, list[str]]:
@@ -261,10 +304,7 @@ def _pick(out: Outcome, call: catalogue.Call, item: catalogue.Item) -> Outcome:
     if not isinstance(value, dict):
         kind = value.type_name if isinstance(value, Opaque) else "torch.Tensor"
         return Outcome(
-            error={
-                "type": "TypeError",
-                "message": f"backward returned a {kind}; return a dict with keys {', '.join(fixture.EX4_GRADS)}",
-            },
+            error={"type": "TypeError", "message": not_a_dict(kind), "scope": "call"},
             mutated=out.mutated,
             autograd=out.autograd,
             output=out.output,
@@ -280,11 +320,21 @@ def _pick(out: Outcome, call: catalogue.Call, item: catalogue.Item) -> Outcome:
     return Outcome(value=value[item.name], mutated=out.mutated, autograd=out.autograd, output=out.output)
 
 
+def not_a_dict(kind: str) -> str:
+    """Return what to tell a student whose ex4 backward returned something other than a dict."""
+    return (
+        f"backward returned a {kind}, but it must return a dict with one gradient per parameter, under the keys "
+        f"{', '.join(fixture.EX4_GRADS)} (the lecture's `grads` list has no names, so the grader could not tell "
+        f"which tensor is which). No gradient of Ex4 could be graded."
+    )
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # verdicts
 
 
-def _blank(call, item, data, status, message, output="") -> ItemResult:
+def _blank(call, item, data, status, message, output="", scope="item") -> ItemResult:
+    """Return the verdict on an item that was not judged on values; scope "file" when its whole file failed."""
     fx = catalogue.build_fixture(call, catalogue.geometries(call)[0], data)
     return ItemResult(
         item.id,
@@ -295,6 +345,7 @@ def _blank(call, item, data, status, message, output="") -> ItemResult:
         item.points,
         message=message,
         output=output,
+        scope=scope,
     )
 
 
@@ -304,15 +355,21 @@ def _expected_shape(item: catalogue.Item, fx: fixture.Fixture) -> list:
 
 def _failure_message(out: Outcome, doing: str) -> tuple[str, str]:
     """Return (status, message) for a call that raised, hung or crashed."""
+    loading = doing.startswith("loading ")  # a whole file: its message says what none of its items could do
     if out.failure == "timeout":
+        rest = (
+            "so none of its functions could be graded. Look for a loop at the top level of the file."
+            if loading
+            else "the other items were graded as usual."
+        )
         return "timeout", (
             f"Timed out while {doing}: {out.reason}. Look for an infinite loop (or a Python loop over every "
-            f"element); the other items were graded as usual."
+            f"element); {rest}"
         )
     if out.failure:
         return "error", f"The sandbox stopped while {doing}: {out.reason}."
     err = out.error or {}
-    if err.get("type") == "NotImplementedError":
+    if err.get("type") == "NotImplementedError" and not loading:
         return "not_attempted", "Not attempted yet: the function still raises NotImplementedError."
     where = ""
     if err.get("line"):
@@ -320,8 +377,22 @@ def _failure_message(out: Outcome, doing: str) -> tuple[str, str]:
         if err.get("code"):
             where += f": `{err['code']}`"
     text = f"{err.get('type')}: {err.get('message')}" if err.get("message") else str(err.get("type"))
+    if err.get("scope") == "call" or err.get("type") == "NotebookError":  # the notebook converter's says where
+        return "error", str(err.get("message"))
     if err.get("memory"):
         return "error", f"Ran out of memory{where} (the sandbox allows a limited amount). {text}"
+    if loading:
+        file = doing.removeprefix("loading ")
+        if err.get("type") == "BlockedImport":
+            fix = (
+                f"Delete that import from {file} (plotting and file access belong in the notebook, not in "
+                f"the graded file) and grade again."
+            )
+        elif err.get("type") in ("SyntaxError", "IndentationError", "TabError"):
+            fix = f"Python cannot read {file} past that line: fix it and grade again."
+        else:
+            fix = "Its top level (outside any function) failed; fix that line and grade again."
+        return "error", f"{file} could not be loaded, so none of its functions were graded: {text}{where}. {fix}"
     if err.get("type") == "BlockedImport":
         return "error", f"{text}{where}."
     return "error", f"Raised {text}{where}."
@@ -358,6 +429,8 @@ def judge(item: catalogue.Item, out_a: Outcome, out_b: Outcome, fx_a, fx_b) -> I
     if out_a.failure or out_a.error:
         status, result.message = _failure_message(out_a, f"running `{item.exercise}.{_function(item)}`")
         result.status = status
+        if (out_a.error or {}).get("scope") == "call":
+            result.scope = "call"
         return result
     problem = _tensor_problem(out_a, item, truth.shape)
     if problem:
@@ -373,7 +446,7 @@ def judge(item: catalogue.Item, out_a: Outcome, out_b: Outcome, fx_a, fx_b) -> I
         findings.append(traps.finding("uses-autograd", calls="a tensor that requires grad (autograd was on)"))
     if out_a.mutated:
         names = sorted(out_a.mutated)
-        findings.append(traps.finding("mutates-input", names=", ".join(f"`{n}`" for n in names), first=names[0]))
+        findings.append(traps.finding("mutates-input", names=", ".join(names), first=names[0]))
     if not c.passed:
         ev = traps.Evidence(item.id, item.var, value, truth, fx_a, c)
         found = traps.diagnose(ev)
@@ -383,6 +456,7 @@ def judge(item: catalogue.Item, out_a: Outcome, out_b: Outcome, fx_a, fx_b) -> I
         return _finish(result, "failed", findings)
     # right on the graded geometry: the hidden one must agree, or sizes are hard-coded
     how = _second_geometry(item, out_b, fx_b)
+    result.hidden = "failed" if how else "passed"
     if how:
         findings.append(traps.finding("hardcoded-size", how=how))
     if item.id == "ex1.dlogits":
@@ -395,35 +469,72 @@ def _function(item: catalogue.Item) -> str:
     return "backward" if item.exercise == "ex4" else item.name
 
 
-def _second_geometry(item, out_b: Outcome, fx_b) -> str | None:
-    """Return how the item went wrong on the hidden geometry, without its numbers, or None if it is right."""
+def _second_geometry(item, out_b: Outcome, fx_b) -> dict | None:
+    """Return how the item went wrong on the hidden geometry ({level: text}, no numbers), or None if right."""
     if out_b.failure == "timeout":
-        return "it timed out"
+        return {"diagnose": "it timed out"}
     if out_b.failure:
-        return "the sandbox crashed"
+        return {"diagnose": "the sandbox crashed"}
     if out_b.error:
         err = out_b.error
-        line = f" at line {err['line']}" + (f" (`{err['code']}`)" if err.get("code") else "") if err.get("line") else ""
-        return f"it raised {err.get('type')}{line}"
+        line = f" at line {err['line']}" if err.get("line") else ""
+        code = f" (`{err['code']}`)" if err.get("line") and err.get("code") else ""
+        return {"diagnose": f"it raised {err.get('type')}{line}", "hint": f"it raised {err.get('type')}{line}{code}"}
     truth = fx_b.truth["d" + item.var]
     if _tensor_problem(out_b, item, truth.shape):
-        return "it returned something other than a float32 tensor"
+        return {"diagnose": "it returned something other than a float32 tensor"}
     value = out_b.value.tensor
     if value.shape != truth.shape:
-        return "it returned the wrong shape"
+        return {"diagnose": "it returned the wrong shape"}
     if not cmp.compare(value, truth, cmp.EX4_ATOL if item.exercise == "ex4" else 1e-8).approx:
-        return "its values are wrong"
+        return {"diagnose": "its values are wrong"}
     return None
 
 
 def _finish(result: ItemResult, status: str, findings) -> ItemResult:
+    """Set an item's status and traps; its message is rendered from the findings at the default level."""
     result.status = status
+    result.findings = list(findings)
     result.traps = list(dict.fromkeys(f.trap for f in findings))
-    messages = [f.message for f in findings]
-    if result.message:
-        messages.append(result.message)
+    result.note = result.message  # what is said beside the traps (where the values differ, ...)
+    return render(result, traps.DEFAULT_LEVEL)
+
+
+def render(result: ItemResult, level: str) -> ItemResult:
+    """Write an item's message and --hints explanations at a message level (diagnose, hint or full)."""
+    if not result.findings:
+        return result
+    messages = [f.text(level) for f in result.findings]
+    if result.note:
+        messages.append(result.note)
     result.message = " ".join(messages)
-    result.hints = [traps.TRAPS[t].hint for t in result.traps]
+    result.hints = [h for h in (traps.TRAPS[t].why(level) for t in result.traps) if h]
+    hidden = [f for f in result.findings if f.trap == "hardcoded-size"]
+    if hidden:
+        result.hidden_message = hidden[0].text(level)
+    return result
+
+
+def conclude(result: SubmissionResult, level: str = traps.DEFAULT_LEVEL) -> SubmissionResult:
+    """Render every message at a level, and say once what failed for a whole file or a whole call."""
+    for item in result.items:
+        render(item, level)
+    seen: dict[tuple, dict] = {}
+    for item in result.items:
+        if item.scope == "item":
+            continue
+        key = (item.exercise, item.message)
+        if key not in seen:
+            seen[key] = {
+                "exercise": item.exercise,
+                "file": f"{item.exercise}.py",
+                "status": item.status,
+                "message": item.message,
+                "items": [],
+                "output": item.output,
+            }
+        seen[key]["items"].append(item.id)
+    result.problems = list(seen.values())
     return result
 
 
@@ -433,11 +544,14 @@ def judge_training(item: catalogue.Item, steps: list[Outcome], fx) -> ItemResult
     worst, exact_all, drifted = 0.0, True, []
     for k, out in enumerate(steps):
         truth = fx.steps[k][1]
+        result.output = out.output
         if out.autograd:
             return _finish(result, "failed", [traps.finding("uses-autograd", calls=", ".join(out.autograd))])
         if out.failure or out.error or not isinstance(out.value, dict):
             if not (out.failure or out.error):
-                out = Outcome(error={"type": "TypeError", "message": "backward did not return a dict"})
+                kind = out.value.type_name if isinstance(out.value, Opaque) else "torch.Tensor"
+                out = Outcome(error={"type": "TypeError", "message": not_a_dict(kind), "scope": "call"})
+                result.scope = "call" if k == 0 else "item"
             result.status, msg = _failure_message(out, f"training step {k + 1}")
             result.message = msg if k == 0 else f"Steps 1-{k} matched autograd. {msg}"
             return result

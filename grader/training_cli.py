@@ -8,10 +8,20 @@ import click
 import torch
 
 from grader import corpus as corpus_mod
-from grader import fixture, report, training
+from grader import fixture, report, training, wire
 from grader.runner import read_sources
 from grader.sandbox import Limits, Worker
-from grader.wire import Returned, WireError, decode_value
+from grader.wire import Returned, WireError
+
+TRAIN_REPLY = {
+    "ok": bool,
+    "params": wire.Map(wire.VALUE),
+    "losses": wire.VALUE,
+    "diverged_at": wire.Opt(int),
+    "seconds": float,
+    "error": wire.ERROR,
+    "autograd": [str],
+}
 
 
 class TrainingFailed(click.ClickException):
@@ -45,12 +55,12 @@ def run_full(submission: Path, *, data: str | None, steps: int, quiet: bool, plo
             bar.update(step - last[0], f"loss {float(header.get('loss', float('nan'))):.4f}")
             last[0] = step
 
-    with Worker({ex: (s.path, s.text) for ex, s in sources.items()}, limits) as worker:
-        loaded = worker.ask({"op": "load", "exercise": "ex4"})
+    with Worker(limits) as worker:
+        loaded = worker.ask({"op": "load", "path": sources["ex4"].path, "text": sources["ex4"].text})
         if not loaded.ok or not loaded.header.get("ok"):
             _close(bar)
             raise TrainingFailed(f"ex4.py could not be loaded: {_why(loaded)}")
-        reply = worker.ask({"op": "train", "steps": steps, "data": data}, timeout, on_progress)
+        reply = worker.ask({"op": "train", "steps": steps, "data": data}, timeout=timeout, on_progress=on_progress)
     if bar is not None:
         bar.update(steps - last[0])
     _close(bar)
@@ -60,9 +70,11 @@ def run_full(submission: Path, *, data: str | None, steps: int, quiet: bool, plo
     if not header.get("ok"):
         raise TrainingFailed(f"your backward failed during training: {_why(reply)}")
     try:
-        params = {k: decode_value(v, reply.blob) for k, v in header["params"].items()}
-        losses = decode_value(header["losses"], reply.blob)
-    except (WireError, KeyError, AttributeError) as exc:
+        wire.check(header, TRAIN_REPLY, "training reply")
+        dec = wire.Decoder(reply.blob)
+        params = {k: dec.value(v) for k, v in header["params"].items()}
+        losses = dec.value(header["losses"])
+    except (WireError, KeyError) as exc:
         raise TrainingFailed(f"the sandbox sent an unreadable result: {exc}") from None
     expected = fixture.init_params(fixture.EX4_PRIMARY)
     if set(params) != set(expected) or not all(
@@ -73,14 +85,41 @@ def run_full(submission: Path, *, data: str | None, steps: int, quiet: bool, plo
     losses_list = losses.tensor.tolist() if isinstance(losses, Returned) else []
     with torch.no_grad():
         run = training.finish(params, losses_list, header.get("diverged_at"), float(header.get("seconds", 0)), corpus)
-    if plot:
-        training.plot_losses(run, plot)
     if not quiet:
         report.note(
             f"trained {run.steps} steps in {run.seconds:.0f} s: train loss {run.train_loss:.4f}, "
             f"val loss {run.val_loss:.4f}\nsamples: {', '.join(run.samples)}"
         )
+    if plot:
+        draw_curve(run, corpus, steps, plot)
     return run.to_dict()
+
+
+def autograd_backward(Xb, Yb, C, W1, b1, W2, b2, bngain, bnbias) -> dict:
+    """Return autograd's Ex4 gradients (loss.backward() on the compact forward): the reference curve's backward."""
+    params = {"C": C, "W1": W1, "b1": b1, "W2": W2, "b2": b2, "bngain": bngain, "bnbias": bnbias}
+    _, grads = fixture.autograd_truth(params, Xb, Yb, fwd=fixture.ex4_forward)
+    return {g: grads[g] for g in fixture.EX4_GRADS}
+
+
+def reference_losses(corpus, steps: int) -> list[float]:
+    """Return the per-step losses of training with autograd's gradients, same seed, batches and steps."""
+    _, losses, _, _ = training.sgd(autograd_backward, corpus, steps)
+    return losses
+
+
+def draw_curve(run: training.TrainingRun, corpus, steps: int, path) -> None:
+    """Draw the student's loss curve beside autograd's on the same seed and steps; say where it went."""
+    from grader import plots
+
+    report.note(f"--curve: training once more with autograd's loss.backward() ({steps} steps) for the reference")
+    reference = reference_losses(corpus, steps)
+    try:
+        run.plot = plots.plot_loss_curves(run.losses, reference, path, train=run.train_loss, val=run.val_loss)
+    except RuntimeError as exc:  # matplotlib is missing: plots.MISSING says how to install it
+        report.note(f"--curve: no picture written; {exc}")
+        return
+    report.note(f"wrote {path}: your loss curve beside autograd's")
 
 
 def _close(bar):

@@ -1,7 +1,9 @@
-"""The child-to-parent wire format: a JSON header and raw tensor bytes, never a pickle.
+"""The parent-child wire format: a JSON header and raw tensor bytes, never a pickle.
 
-The parent trusts nothing a sandboxed child sends. A frame is two little-endian lengths, a JSON header and a
-blob; the header describes each value as a tensor (dtype, shape, byte range in the blob) or by its type name.
+A frame is two little-endian lengths, a JSON header and a blob; the header describes each value as a tensor
+(dtype, shape, byte range in the blob), an int, a dict of them, or by its type name only. The parent treats
+every byte from a child as hostile: lengths, nesting, field types, value counts and byte ranges are all
+bounded, and a frame that breaks any rule raises `WireError`, which the caller turns into a student's error.
 """
 
 from __future__ import annotations
@@ -13,8 +15,13 @@ import struct
 import torch
 
 MAX_HEADER = 1 << 20  # 1 MiB of JSON
-MAX_BLOB = 256 << 20  # 256 MiB of tensor bytes
+MAX_BLOB = 64 << 20  # 64 MiB of tensor bytes in one frame
+MAX_VALUES = 256  # tensors and ints described by one frame
+MAX_ITEMS = 128  # entries of any list or map in a header
+MAX_STR = 4000  # characters of any string in a header
+MAX_DIMS = 8
 _LENGTHS = struct.Struct("<II")
+PREFIX_SIZE = _LENGTHS.size
 
 DTYPES = {
     str(dt).removeprefix("torch."): dt
@@ -31,6 +38,7 @@ DTYPES = {
         torch.bool,
     )
 }
+_ITEMSIZE = {name: torch.empty((), dtype=dt).element_size() for name, dt in DTYPES.items()}
 
 
 class WireError(ValueError):
@@ -45,14 +53,14 @@ def _type_name(value) -> str:
 
 
 class Encoder:
-    """Turn returned values into a JSON-able description plus one blob of tensor bytes."""
+    """Turn values into a JSON-able description plus one blob of tensor bytes."""
 
     def __init__(self):
         self.parts: list[bytes] = []
         self.size = 0
 
     def value(self, v, depth: int = 0) -> dict:
-        """Describe one value; tensors keep their bytes, dicts of tensors recurse one level."""
+        """Describe one value; tensors keep their bytes, a dict of tensors recurses one level."""
         if isinstance(v, torch.Tensor):
             t = v.detach().to("cpu").clone().contiguous()
             data = ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
@@ -87,68 +95,105 @@ def pack(header: dict, blob: bytes = b"") -> bytes:
 
 def read_lengths(prefix: bytes) -> tuple[int, int]:
     """Parse and bound the two lengths at the start of a frame."""
+    if len(prefix) != PREFIX_SIZE:
+        raise WireError("truncated frame")
     nhead, nblob = _LENGTHS.unpack(prefix)
     if nhead > MAX_HEADER:
         raise WireError(f"header of {nhead} bytes exceeds {MAX_HEADER}")
     if nblob > MAX_BLOB:
-        raise WireError(f"returned {nblob / 2**20:.0f} MiB of tensors, more than the {MAX_BLOB >> 20} MiB allowed")
+        raise WireError(f"{nblob / 2**20:.0f} MiB of tensors, more than the {MAX_BLOB >> 20} MiB allowed")
     return nhead, nblob
 
 
-PREFIX_SIZE = _LENGTHS.size
-
-
 def decode_header(head: bytes) -> dict:
-    """Parse a frame's JSON header."""
+    """Parse a frame's JSON header; any failure, deep nesting included, is a WireError."""
     try:
         header = json.loads(head)
-    except ValueError as exc:
-        raise WireError(f"malformed header: {exc}") from None
+    except (ValueError, RecursionError, MemoryError, UnicodeDecodeError) as exc:
+        raise WireError(f"malformed header ({type(exc).__name__})") from None
     if not isinstance(header, dict):
         raise WireError("header is not an object")
     return header
 
 
-def decode_value(desc, blob: bytes):
-    """Rebuild a described value: a tensor, a dict of them, or an `Opaque` type name."""
-    if not isinstance(desc, dict):
-        raise WireError("value description is not an object")
-    kind = desc.get("kind")
-    if kind == "tensor":
-        dtype = DTYPES.get(desc.get("dtype"))
-        shape, offset, nbytes = desc.get("shape"), desc.get("offset"), desc.get("nbytes")
-        if dtype is None:
-            return Opaque(f"torch.Tensor of dtype {desc.get('dtype')}")
-        if not (isinstance(shape, list) and all(isinstance(s, int) and s >= 0 for s in shape) and len(shape) <= 8):
-            raise WireError(f"bad tensor shape {shape!r}")
-        numel = 1
-        for s in shape:
-            numel *= s
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        if not (isinstance(offset, int) and isinstance(nbytes, int)) or nbytes != numel * itemsize:
-            raise WireError("tensor byte count does not match its shape")
-        if offset < 0 or offset + nbytes > len(blob):
-            raise WireError("tensor bytes out of range")
-        flat = (
-            torch.frombuffer(bytearray(blob[offset : offset + nbytes]), dtype=dtype)
-            if nbytes
-            else torch.empty(0, dtype=dtype)
-        )
-        t = flat.reshape(shape)
-        return Returned(t, bool(desc.get("requires_grad")), bool(desc.get("grad_fn")))
-    if kind == "dict":
-        items = desc.get("items")
-        if not isinstance(items, dict):
-            raise WireError("dict without items")
-        return {str(k): decode_value(v, blob) for k, v in items.items()}
-    if kind == "int":
-        value = desc.get("value")
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise WireError("int without an integer value")
-        return value
-    if kind == "other":
-        return Opaque(str(desc.get("type", "?"))[:200])
-    raise WireError(f"unknown value kind {kind!r}")
+# ---------------------------------------------------------------------------------------------------------------
+# strict shapes of headers
+
+
+class Map:
+    """A schema: an object whose keys are free strings and whose values all follow one schema."""
+
+    def __init__(self, of):
+        self.of = of
+
+
+class Opt:
+    """A schema: null, or the inner schema."""
+
+    def __init__(self, of):
+        self.of = of
+
+
+VALUE = object()  # a schema: a value description (checked further by Decoder)
+
+
+def check(obj, schema, where: str = "reply"):
+    """Raise WireError unless obj follows schema exactly; an object's keys are all optional, none unknown."""
+    if isinstance(schema, Opt):
+        if obj is not None:
+            check(obj, schema.of, where)
+        return
+    if schema is VALUE:
+        if not isinstance(obj, dict):
+            raise WireError(f"{where}: a value description must be an object")
+        return
+    if schema is bool:
+        ok = isinstance(obj, bool)
+    elif schema is int:
+        ok = isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) < 2**53
+    elif schema is float:
+        ok = isinstance(obj, (int, float)) and not isinstance(obj, bool)
+    elif schema is str:
+        ok = isinstance(obj, str) and len(obj) <= MAX_STR
+    elif isinstance(schema, list):
+        if not isinstance(obj, list) or len(obj) > MAX_ITEMS:
+            raise WireError(f"{where}: expected a list of at most {MAX_ITEMS} entries")
+        for k, x in enumerate(obj):
+            check(x, schema[0], f"{where}[{k}]")
+        return
+    elif isinstance(schema, Map):
+        if not isinstance(obj, dict) or len(obj) > MAX_ITEMS:
+            raise WireError(f"{where}: expected an object of at most {MAX_ITEMS} entries")
+        for k, x in obj.items():
+            check(k, str, where)
+            check(x, schema.of, f"{where}.{k[:40]}")
+        return
+    elif isinstance(schema, dict):
+        if not isinstance(obj, dict):
+            raise WireError(f"{where}: expected an object")
+        for k, x in obj.items():
+            if k not in schema:
+                raise WireError(f"{where}: unexpected field {str(k)[:40]!r}")
+            check(x, schema[k], f"{where}.{k}")
+        return
+    else:  # pragma: no cover - a bug in a schema, not in a reply
+        raise TypeError(f"unknown schema {schema!r}")
+    if not ok:
+        raise WireError(f"{where}: expected {schema.__name__}, got {type(obj).__name__}")
+
+
+ERROR = {
+    "type": str,
+    "message": str,
+    "line": Opt(int),
+    "code": Opt(str),
+    "function": Opt(str),
+    "memory": bool,
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# values
 
 
 class Opaque:
@@ -168,3 +213,81 @@ class Returned:
         self.tensor = tensor
         self.requires_grad = requires_grad
         self.grad_fn = grad_fn
+
+
+class Decoder:
+    """Rebuild values from one frame's blob; each byte may back at most one tensor, and values are counted."""
+
+    def __init__(self, blob: bytes):
+        self.blob = blob
+        self.used: list[tuple[int, int]] = []
+        self.values = 0
+
+    def value(self, desc, depth: int = 0):
+        """Rebuild a described value: a Returned tensor, an int, a dict of them, or an Opaque type name."""
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise WireError(f"more than {MAX_VALUES} values in one reply")
+        if not isinstance(desc, dict):
+            raise WireError("value description is not an object")
+        kind = desc.get("kind")
+        if kind == "tensor":
+            return self._tensor(desc)
+        if kind == "dict" and depth == 0:
+            items = desc.get("items")
+            check(items, Map(VALUE), "dict value")
+            return {k: self.value(v, depth + 1) for k, v in items.items()}
+        if kind == "int":
+            value = desc.get("value")
+            check(value, int, "int value")
+            return value
+        if kind == "other":
+            name = desc.get("type", "?")
+            check(name, str, "type name")
+            return Opaque(name[:200])
+        raise WireError(f"unknown value kind {str(kind)[:40]!r}")
+
+    def _tensor(self, desc: dict):
+        check(
+            desc,
+            {
+                "kind": str,
+                "dtype": str,
+                "shape": [int],
+                "offset": int,
+                "nbytes": int,
+                "requires_grad": bool,
+                "grad_fn": bool,
+            },
+            "tensor",
+        )
+        shape, offset, nbytes = desc.get("shape"), desc.get("offset"), desc.get("nbytes")
+        if not isinstance(shape, list) or len(shape) > MAX_DIMS or any(s < 0 for s in shape):
+            raise WireError(f"bad tensor shape {str(shape)[:80]}")
+        if not (isinstance(offset, int) and isinstance(nbytes, int)):
+            raise WireError("tensor without its byte range")
+        numel = 1
+        for s in shape:
+            numel *= s
+        if desc.get("dtype") not in DTYPES:
+            if offset < 0 or nbytes < 0 or offset + nbytes > len(self.blob):
+                raise WireError("tensor bytes out of range")
+            return Opaque(f"torch.Tensor of dtype {str(desc.get('dtype'))[:40]}")
+        dtype_name = desc["dtype"]
+        if nbytes != numel * _ITEMSIZE[dtype_name]:
+            raise WireError("tensor byte count does not match its shape")
+        if offset < 0 or offset + nbytes > len(self.blob):
+            raise WireError("tensor bytes out of range")
+        if nbytes:
+            if any(offset < end and start < offset + nbytes for start, end in self.used):
+                raise WireError("two tensors share the same bytes")
+            self.used.append((offset, offset + nbytes))
+            flat = torch.frombuffer(bytearray(self.blob[offset : offset + nbytes]), dtype=DTYPES[dtype_name])
+        else:
+            flat = torch.empty(0, dtype=DTYPES[dtype_name])
+        return Returned(flat.reshape(shape), bool(desc.get("requires_grad")), bool(desc.get("grad_fn")))
+
+
+def decode_value(desc, blob: bytes):
+    """Rebuild one described value on its own (see Decoder)."""
+    return Decoder(blob).value(desc)

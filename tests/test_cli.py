@@ -9,7 +9,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from grader import catalogue
+from grader import catalogue, plots, runner, traps
 from grader.cli import main
 from tests.conftest import CORPUS, EXERCISES, NAMES_TXT, REFERENCE, ROOT, make_submission, with_snippet
 
@@ -58,7 +58,7 @@ def test_json_schema_and_order():
     result = run("all", "--submission", REFERENCE, "--json")
     assert result.exit_code == 0
     obj = json.loads(result.output)  # one object, nothing else on stdout
-    assert set(obj) == {"submission", "score", "max_score", "items"}
+    assert set(obj) == {"submission", "score", "max_score", "items", "problems"} and obj["problems"] == []
     assert [i["id"] for i in obj["items"]] == [i.id for i in catalogue.items()]
     assert obj["items"][-1]["id"] == "ex4.training" and obj["items"][0]["id"] == "ex1.dlogprobs"
     for item in obj["items"]:
@@ -72,12 +72,15 @@ def test_json_schema_and_order():
 
 def test_table_names_the_trap_and_the_rows(tmp_path):
     sub = with_snippet(tmp_path, "ex1", (CORPUS / "ex1" / "dC_fancy_index_add.py").read_text())
-    result = run("ex1", "--submission", sub, "--only", "dC", "--hints")
+    result = run("ex1", "--submission", sub, "--only", "dC", "--hints", "--level", "hint")
     assert result.exit_code == 1
     assert "ex1.dC" in result.output and "FAILED" in result.output and "dC-repeated-rows" in result.output
     assert "looked up" in result.output and "index_add_" in result.output
     assert "why:" in result.output  # --hints
     assert "score 0/1" in result.output
+    diagnose = run("ex1", "--submission", sub, "--only", "dC", "--hints")  # the default level: no code
+    assert "looked up" in diagnose.output and "index_add_" not in diagnose.output and "dC[Xb]" not in diagnose.output
+    assert "why: " + traps.TRAPS["dC-repeated-rows"].concept[:40] in " ".join(diagnose.output.split())
 
 
 def test_lecture_dbnmeani_fails_only_on_shape(tmp_path):
@@ -86,7 +89,8 @@ def test_lecture_dbnmeani_fails_only_on_shape(tmp_path):
     items = {i["id"]: i for i in json.loads(result.output)["items"]}
     item = items["ex1.dbnmeani"]
     assert (item["status"], item["traps"], item["shape"]) == ("failed", ["shape-mismatch"], [64])
-    assert "match after broadcasting" in item["message"] and "keepdim=True" in item["message"]
+    assert "values are right; only the summed dimension 0 (of size 1) is missing" in item["message"]
+    assert "keepdim=True" not in item["message"]  # the default level says what, not the code
     assert all(i["status"] == "passed" for k, i in items.items() if k != "ex1.dbnmeani")
 
 
@@ -95,7 +99,7 @@ def test_only_and_bad_arguments():
     bad = CliRunner().invoke(main, ["ex1", "--only", "dnope"])
     assert bad.exit_code == 2 and "dnope is not an item of ex1" in bad.output
     missing = CliRunner().invoke(main, ["ex1", "--submission", "/no/such/folder"])
-    assert missing.exit_code == 2 and "is not a folder" in missing.output
+    assert missing.exit_code == 2 and "/no/such/folder" in missing.output
 
 
 def test_unknown_and_future_parameters_are_clear_errors(tmp_path):
@@ -138,11 +142,23 @@ def test_real_subprocess_entry_points():
     assert stubs.returncode == 1 and "score 0/26: 26 not attempted" in stubs.stdout
 
 
-def test_full_training_runs_in_the_sandbox():
-    result = run("ex4", "--submission", REFERENCE, "--full", "--steps", "300", "--json")
+def test_full_training_runs_in_the_sandbox(tmp_path):
+    curve = tmp_path / "curve.png"
+    result = run("ex4", "--submission", REFERENCE, "--full", "--steps", "300", "--json", "--curve", curve)
     assert result.exit_code == 0
-    training = json.loads(result.output)["training"]
+    training = json.loads(result.stdout)["training"]
     assert training["steps"] == 300 and 2.0 < training["val_loss"] < 3.3 and len(training["samples"]) == 20
+    if plots_available():
+        assert f"wrote {curve}: your loss curve beside autograd's" in result.stderr
+        assert training["plot"] == str(curve) and curve.read_bytes()[:4] == b"\x89PNG"
+
+
+def plots_available() -> bool:
+    try:
+        import matplotlib.figure  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def test_plots(tmp_path):
@@ -154,3 +170,108 @@ def test_plots(tmp_path):
     png2 = tmp_path / "dlogits.png"
     assert run("ex2", "-s", REFERENCE, "--plot", png2).exit_code == 0
     assert png2.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# issue 11: one precise message per mistake
+
+
+def _table(*args):
+    result = run(*args)
+    return result, " ".join(result.stdout.split())  # the table with its wrapping undone
+
+
+@pytest.mark.parametrize(
+    ("source", "says", "line"),
+    [
+        ("import torch\n\n\ndef dlogprobs(logprobs:\n    return logprobs\n", "SyntaxError", 4),
+        ("import torch\nimport matplotlib.pyplot as plt\n", "Delete that import from ex1.py", 2),
+    ],
+)
+def test_a_broken_file_is_said_once_above_the_table(tmp_path, source, says, line):
+    sub = make_submission(tmp_path, {"ex1.py": source}, base=None)
+    result, text = _table("ex1", "-s", sub)
+    assert result.exit_code == 1
+    assert text.count(says) == 1, result.stdout
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("ex1.py (26 items ERROR): ex1.py could not be loaded") and f"at line {line}" in text
+    assert text.index(says) < text.index("item status")  # above the table
+    obj = json.loads(run("ex1", "-s", sub, "--json").stdout)
+    assert [p["items"] for p in obj["problems"]] == [[i.id for i in catalogue.items(["ex1"])]]
+
+
+def test_a_missing_file_is_said_in_the_table(tmp_path):
+    sub = make_submission(tmp_path, {"ex2.py": (REFERENCE / "ex2.py").read_text()}, base=None)
+    result, text = _table("ex3", "-s", sub)
+    assert "ex3.py (1 item todo): No ex3.py was found in the submission." in text
+
+
+def test_print_output_is_shown_for_failed_items(tmp_path):
+    snippet = "def db2(dlogits):\n    print('db2 shape', dlogits.sum(0).shape)\n    return dlogits.sum(0) * 2\n"
+    result, text = _table("ex1", "-s", with_snippet(tmp_path, "ex1", snippet), "--only", "db2")
+    assert "FAILED" in text and "it printed: db2 shape torch.Size([27])" in text
+
+
+def test_ex4_returning_the_lecture_list_is_said_once(tmp_path):
+    snippet = (
+        "def backward(C, W1, b1, W2, b2, bngain, bnbias):\n"
+        "    return [torch.zeros_like(p) for p in (C, W1, b1, W2, b2, bngain, bnbias)]\n"
+    )
+    result, text = _table("ex4", "-s", with_snippet(tmp_path, "ex4", snippet))
+    message = runner.not_a_dict("list")
+    assert text.count(message) == 1 and "dC, dW1, db1, dW2, db2, dbngain, dbnbias" in message
+    assert text.count("ERROR") == 9  # 8 rows and the line above the table
+    assert result.stdout.startswith("ex4.py (8 items ERROR): backward returned a list")
+
+
+def test_points_are_shown_and_explained():
+    result, text = _table("ex4", "-s", REFERENCE)
+    assert result.exit_code == 0 and "ex4.training passed 3/3" in text and "score 10/10: 8 passed" in text
+    assert "an item scores its points only when it passes; each is worth 1 except ex4.training 3" in text
+    ex2, text2 = _table("ex2", "-s", REFERENCE)
+    assert "ex2.dlogits passed 2/2" in text2 and "points:" not in text2  # one item: the column says it all
+
+
+def test_level_option_and_the_course_cap(tmp_path):
+    sub = with_snippet(tmp_path / "sub", "ex1", (CORPUS / "ex1" / "dhpreact_tanh_preact.py").read_text())
+    _, default = _table("ex1", "-s", sub, "--only", "dhpreact")
+    _, hint = _table("ex1", "-s", sub, "--only", "dhpreact", "--level", "hint")
+    _, full = _table("ex1", "-s", sub, "--only", "dhpreact", "--level", "full")
+    assert "1 - h**2" not in default and "1 - h**2" in hint and "dhpreact = (1 - h**2) * dh" in full
+    course = tmp_path / "course.toml"
+    course.write_text('level = "hint"\n')
+    capped = run("ex1", "-s", sub, "--only", "dhpreact", "--level", "full", "--course", course)
+    assert "dhpreact = (1 - h**2) * dh" not in capped.stdout and "1 - h**2" in capped.stdout
+    assert "this course's messages go up to hint" in capped.stderr
+
+
+def test_help_lists_student_commands_first():
+    out = run("--help").output
+    student, instructor = out.index("Student commands"), out.index("Instructor commands")
+    assert student < instructor
+    assert all(student < out.index(f"  {c} ") < instructor for c in ("ex1", "ex4", "all"))
+    assert all(out.index(f"  {c} ") > instructor for c in ("batch", "gradescope", "release"))
+
+
+def test_bad_training_options_are_refused():
+    curve = run("ex4", "-s", REFERENCE, "--curve", "c.png")
+    assert curve.exit_code == 2 and "add --full" in curve.output
+    steps = run("ex4", "-s", REFERENCE, "--full", "--steps", "-5")
+    assert steps.exit_code == 2 and "--steps" in steps.output
+
+
+def test_run_from_another_directory_says_where_it_looked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("ex1")
+    assert result.exit_code == 2
+    assert f"no exercises/ folder in {tmp_path}" in " ".join(result.output.split())
+    assert "--submission PATH" in result.output and "Invalid value for --submission" not in result.output
+
+
+def test_plot_without_matplotlib_prints_the_table_then_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    sub = with_snippet(tmp_path, "ex1", (CORPUS / "ex1" / "dC_fancy_index_add.py").read_text())
+    result = run("ex1", "-s", sub, "--only", "dC", "--plot", tmp_path / "d.png")
+    assert result.exit_code == 1 and "score 0/1" in result.stdout
+    assert result.stderr.strip() == f"--plot: no picture written; {plots.MISSING}"
+    assert result.output.index("score 0/1") < result.output.index(plots.MISSING)

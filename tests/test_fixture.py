@@ -6,12 +6,18 @@ import torch
 from grader import corpus, fixture
 from tests.conftest import NAMES_TXT
 
-# If one of these changes, every student's grade may change: bump them only on purpose.
+# If one of these changes, every student's grade may change: bump them only on purpose. The hidden geometry is
+# drawn from a course secret (HMAC-SHA256), so pinning one secret's draw pins the drawing too.
 PINNED = {
     (fixture.PRIMARY, False): ("b9220b722d1993ec", 3.430793),
-    (fixture.SECONDARY, False): ("4de37accf8116df6", 3.165148),
+    (fixture.hidden_geometry("the pinned course secret"), False): ("f8fb1ca26faf0958", 3.413595),
     (fixture.EX4_PRIMARY, True): ("5ca03b3c1c704511", 3.801008),
 }
+
+
+def test_the_pinned_secret_draws_these_sizes():
+    g = fixture.hidden_geometry("the pinned course secret")
+    assert (g.n, g.block_size, g.n_embd, g.n_hidden, g.seed) == (43, 2, 9, 68, 2809900567)
 
 
 @pytest.mark.parametrize("key", list(PINNED), ids=lambda k: f"{k[0].n}-{k[0].n_hidden}-{k[1]}")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader import gradescope
+from grader.policy import Policy
 
 ROOT = Path(__file__).resolve().parents[1]
 TOP_KEYS = {
@@ -88,7 +89,7 @@ def validate(results: dict) -> None:
 # to_results
 
 
-def test_to_results_one_test_per_item():
+def test_to_results_two_tests_per_item():
     items = [
         _item("ex1", "dlogprobs"),
         _item("ex1", "dC", "failed", traps=["dC-repeated-rows"], message="Rows 3, 5 are wrong."),
@@ -98,20 +99,77 @@ def test_to_results_one_test_per_item():
     ]
     out = gradescope.to_results(_result(items), execution_time=3.14159)
     validate(out)
-    assert [t["name"] for t in out["tests"]] == [i["id"] for i in items]
-    assert [t["number"] for t in out["tests"]] == ["1.1", "1.2", "2.1", "3.1", "4.1"]
-    assert [t["status"] for t in out["tests"]] == ["passed", "failed", "failed", "failed", "failed"]
-    assert [t["max_score"] for t in out["tests"]] == [1, 1, 2, 4, 3]
-    assert out["score"] == 1
+    assert [t["name"] for t in out["tests"]] == [
+        "ex1.dlogprobs",
+        "ex1.dlogprobs (hidden geometry)",
+        "ex1.dC",
+        "ex1.dC (hidden geometry)",
+        "ex2.dlogits",
+        "ex2.dlogits (hidden geometry)",
+        "ex3.dhprebn",
+        "ex3.dhprebn (hidden geometry)",
+        "ex4.training",  # trained on the lecture's sizes only: one test
+    ]
+    assert [t["number"] for t in out["tests"]] == [
+        "1.1",
+        "1.1.1",
+        "1.2",
+        "1.2.1",
+        "2.1",
+        "2.1.1",
+        "3.1",
+        "3.1.1",
+        "4.1",
+    ]
+    assert [t["status"] for t in out["tests"]] == ["passed", "passed"] + ["failed"] * 7
+    assert [t["max_score"] for t in out["tests"]] == [0, 1, 0, 1, 0, 2, 0, 4, 3]  # the points need both geometries
+    assert [t["visibility"] for t in out["tests"]] == ["visible", "after_due_date"] * 4 + ["visible"]
+    assert out["score"] == 1 == sum(t["score"] for t in out["tests"])
     assert out["execution_time"] == 3.14
     assert out["tests"][0]["output"].startswith("PASSED")
-    dc = out["tests"][1]["output"]
+    dc = out["tests"][2]["output"]
     assert dc.startswith("FAILED") and "dC-repeated-rows" in dc and "Rows 3, 5 are wrong." in dc
     assert "maxdiff: 2.500e-01" in dc
-    assert out["tests"][2]["output"].startswith("ERROR")
-    assert out["tests"][3]["output"].startswith("TIMED OUT")
-    assert out["tests"][4]["output"].startswith("NOT ATTEMPTED")
-    assert "1 / 11" in out["output"] and "ex1: 1 / 2" in out["output"]
+    assert out["tests"][3]["output"].startswith("NOT CHECKED: ex1.dC does not pass on the lecture's sizes yet")
+    assert out["tests"][4]["output"].startswith("ERROR")
+    assert out["tests"][6]["output"].startswith("TIMED OUT")
+    assert out["tests"][8]["output"].startswith("NOT ATTEMPTED")
+    assert "ex1 on the lecture's sizes: 1 failed, 1 passed" in out["output"]
+    assert "Score" not in out["output"]  # the total would give the hidden tests away before they are shown
+
+
+HARDCODED = "Right on the lecture's fixture, but its values are wrong on a second batch with other sizes."
+
+
+def test_the_hidden_geometry_stays_out_of_the_visible_test():
+    item = _item(
+        "ex1",
+        "dhpreact",
+        "failed",
+        traps=["hardcoded-size"],
+        message=f"{HARDCODED} Also: a note.",
+        hidden_geometry={"status": "failed", "message": HARDCODED},
+    )
+    visible, hidden = gradescope.to_results(_result([item]), hidden_visibility="after_published")["tests"]
+    assert visible["status"] == "passed" and visible["visibility"] == "visible"
+    assert "hardcoded" not in visible["output"] and "second batch" not in visible["output"]
+    assert "Also: a note." in visible["output"]
+    assert hidden["status"] == "failed" and hidden["visibility"] == "after_published"
+    assert hidden["output"] == f"FAILED: ex1.dhpreact on the hidden geometry  (0/1)\n{HARDCODED}"
+    # an item that also fails for a reason of its own fails on the lecture geometry too
+    item["traps"] = ["mutates-input", "hardcoded-size"]
+    visible, _ = gradescope.to_results(_result([item]))["tests"]
+    assert visible["status"] == "failed" and visible["output"].startswith("FAILED")
+    # without the runner's verdict, the trap alone tells where the item failed
+    del item["hidden_geometry"]
+    item["traps"] = ["hardcoded-size"]
+    visible, hidden = gradescope.to_results(_result([item]))["tests"]
+    assert (visible["status"], hidden["status"]) == ("passed", "failed")
+
+
+def test_to_results_shows_the_score_when_the_hidden_tests_are_visible():
+    out = gradescope.to_results(_result([_item("ex2", "dlogits", max_score=2.0)]), hidden_visibility="visible")
+    assert out["output"].startswith("Score: 2 / 2\nex2: 2 / 2 (1 passed on the lecture's sizes)")
 
 
 def test_to_results_shape_mismatch_and_odd_numbers():
@@ -125,15 +183,17 @@ def test_to_results_shape_mismatch_and_odd_numbers():
 
 @pytest.mark.parametrize("visibility", gradescope.VISIBILITIES)
 def test_to_results_visibility(visibility):
-    out = gradescope.to_results(_result([_item("ex2", "dlogits")]), visibility=visibility)
+    out = gradescope.to_results(_result([_item("ex2", "dlogits")]), visibility=visibility, hidden_visibility=visibility)
     validate(out)
     assert out["visibility"] == visibility
-    assert out["tests"][0]["visibility"] == visibility
+    assert [t["visibility"] for t in out["tests"]] == [visibility, visibility]
 
 
 def test_to_results_rejects_unknown_visibility():
     with pytest.raises(ValueError, match="visibility"):
         gradescope.to_results(_result([]), visibility="public")
+    with pytest.raises(ValueError, match="visibility"):
+        gradescope.to_results(_result([]), hidden_visibility="later")
 
 
 def test_to_results_empty():
@@ -192,14 +252,19 @@ def test_run_grades_the_staged_files(tmp_path, monkeypatch):
     def grade(submission, exercises, **kwargs):
         seen["files"] = sorted(p.name for p in Path(submission).iterdir())
         seen["exercises"] = exercises
+        seen["kwargs"] = kwargs
         item = _item("ex2", "dlogits", message=f"checked {submission}/ex2.py")
         return _result([item])
 
     _fake_runner(monkeypatch, grade)
     (tmp_path / "submission" / "nested").mkdir(parents=True)
     (tmp_path / "submission" / "nested" / "ex2.py").write_text("pass\n")
-    out = gradescope.run(tmp_path, visibility="after_published")
+    course = Policy(level="hint", secret="a long enough course secret", hidden_visibility="hidden")
+    out = gradescope.run(tmp_path, visibility="after_published", policy=course)
+    kwargs = seen.pop("kwargs")
+    assert kwargs == {"policy": course, "level": "hint"}
     assert seen == {"files": ["ex2.py"], "exercises": ["ex1", "ex2", "ex3", "ex4"]}
+    assert [t["visibility"] for t in out["tests"]] == ["after_published", "hidden"]
     written = json.loads((tmp_path / "results" / "results.json").read_text())
     assert written == out
     validate(written)

@@ -80,3 +80,30 @@ def test_plot_losses(tmp_path):
     path = tmp_path / "loss.png"
     assert training.plot_losses(run, path) == str(path) == run.to_dict()["plot"]
     assert _is_png(path)
+
+
+def test_one_dimensional_gradients_are_bars_not_strips(truth):
+    pytest.importorskip("matplotlib")
+    items = [
+        ("ex1.db1", truth["db1"].view(1, -1), truth["db1"]),  # (1, 64) for (64,): a shape mismatch
+        ("ex1.db2", truth["db2"] * 1.5, truth["db2"]),  # (27,), wrong values
+        ("ex1.dC", truth["dC"] * 1.1, truth["dC"]),  # (27, 10): still a heat map
+    ]
+    axes = plots.differences_figure(items).axes
+    bars = [a for a in axes if a.patches]
+    maps = [a for a in axes if a.images]
+    assert [a.get_title().split(":")[0] for a in bars] == ["ex1.db1", "ex1.db2"]
+    assert [a.get_title().split(":")[0] for a in maps] == ["ex1.dC"]
+    assert len(bars[0].patches) == 2 * 64  # yours beside autograd's
+
+
+def test_loss_curve_shows_the_reference_beside_yours(tmp_path):
+    pytest.importorskip("matplotlib")
+    student = [3.3 - i / 300 for i in range(300)]
+    reference = [3.3 - i / 200 for i in range(300)]
+    fig = plots.loss_curves_figure(student, reference, train=2.5, val=2.6)
+    (ax,) = fig.axes
+    assert [line.get_label() for line in ax.lines] == ["autograd's loss.backward()", "your backward"]
+    assert ax.lines[0].get_ydata()[-1] < ax.lines[1].get_ydata()[-1]
+    path = tmp_path / "curve.png"
+    assert plots.plot_loss_curves(student, reference, path) == str(path) and _is_png(path)

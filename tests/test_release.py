@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
 
-from grader import release
+from grader import policy, release
+from tests.conftest import REFERENCE
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_REFERENCE = any((ROOT / "reference").glob("*.py"))
+HAS_GIT = shutil.which("git") is not None
 
 FAKE_REFERENCE = '''"""Reference solution for a tiny exercise.
 
@@ -41,29 +47,50 @@ import torch
 
 
 def dfoo(logits, Yb, n):
-    """Return the gradient of foo."""
+    """Return the gradient of foo.
+
     probs = logits.softmax(1)  # also in the stub
+    """
     raise NotImplementedError
 '''
 
 
+def _git(root: Path, *args: str) -> str:
+    """Run git in a throwaway repository of the test's own."""
+    ident = ["-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"]
+    return subprocess.run(["git", *ident, "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+
 @pytest.fixture
 def fake_project(tmp_path):
-    """Make a minimal project: pyproject.toml, grader/, exercises/ stubs and a reference/ solution."""
+    """Make a minimal project: pyproject.toml, grader/ (with a subpackage), four stubs and a reference."""
     root = tmp_path / "project"
-    for rel, text in {
+    files = {
         "pyproject.toml": "[project]\nname = 'x'\n",
         "grader/__init__.py": "",
+        "grader/intake/__init__.py": '"""A subpackage that must ship."""\n',
         "grader/__pycache__/junk.pyc": "x",
-        "exercises/ex1.py": FAKE_STUB,
         "reference/ex1.py": FAKE_REFERENCE,
         "tests/test_x.py": "def test(): pass\n",
         "bench/b.py": "",
         "data/names.txt": "emma\nolivia\n",
-    }.items():
+    }
+    files.update({f"exercises/ex{k}.py": FAKE_STUB for k in range(1, 5)})
+    for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return root
+
+
+@pytest.fixture
+def git_project(fake_project):
+    """The fake project as a git checkout whose HEAD holds the stubs."""
+    if not HAS_GIT:
+        pytest.skip("git is not installed")
+    _git(fake_project, "init", "-q")
+    _git(fake_project, "add", ".")
+    _git(fake_project, "commit", "-q", "-m", "stubs")
+    return fake_project
 
 
 def test_solution_lines_skip_everything_but_solutions(fake_project):
@@ -75,6 +102,8 @@ def test_solution_lines_skip_everything_but_solutions(fake_project):
 def test_find_leaks_catches_a_planted_line(fake_project, tmp_path):
     bundle = tmp_path / "bundle"
     (bundle / "grader").mkdir(parents=True)
+    (bundle / "exercises").mkdir()
+    (bundle / "exercises" / "ex1.py").write_text(FAKE_STUB)
     (bundle / "grader" / "ok.py").write_text(FAKE_STUB)
     (bundle / "README.md").write_text("nothing to see\n")
     assert release.find_leaks(bundle, fake_project / "reference") == []
@@ -87,10 +116,20 @@ def test_find_leaks_catches_a_planted_line(fake_project, tmp_path):
     assert len(release.find_leaks(bundle, fake_project / "reference")) == 1
 
 
+def test_the_leak_scan_does_not_trust_a_filled_in_working_copy(fake_project, tmp_path):
+    bundle = tmp_path / "bundle"
+    shutil.copytree(fake_project / "exercises", bundle / "exercises")
+    (bundle / "exercises" / "ex1.py").write_text(FAKE_REFERENCE)  # "stubs" that are really the solution
+    # compared with the project's committed-looking stubs, every solution line is a leak
+    leaks = release.find_leaks(bundle, fake_project / "reference", stubs_dir=fake_project / "exercises")
+    assert [leak.split(":")[0] for leak in leaks] == ["exercises/ex1.py", "exercises/ex1.py"]
+
+
 def test_build_release_on_a_fake_project(fake_project, tmp_path):
     out = release.build_release(tmp_path / "out" / "bundle", fake_project)
     assert sorted(p.name for p in out.iterdir()) == [
         "README.md",
+        "course.toml",
         "data",
         "exercises",
         "grader",
@@ -98,8 +137,51 @@ def test_build_release_on_a_fake_project(fake_project, tmp_path):
     ]
     assert not list(out.rglob("__pycache__")) and (out / "data" / "names.txt").exists()
     assert (out / "exercises" / "ex1.py").read_text() == FAKE_STUB
+    assert (out / "grader" / "intake" / "__init__.py").exists()  # whole subpackages, not a file list
+    assert policy.load(out / "course.toml") == policy.Policy(source=str(out / "course.toml"))
     with pytest.raises(FileExistsError):
         release.build_release(out, fake_project)
+
+
+def test_build_release_takes_the_committed_stubs(git_project, tmp_path):
+    (git_project / "exercises" / "ex1.py").write_text(FAKE_REFERENCE)  # an instructor's filled-in working copy
+    out = release.build_release(tmp_path / "bundle", git_project)
+    assert (out / "exercises" / "ex1.py").read_text() == FAKE_STUB
+    assert release.committed_stubs(git_project)[1] == "git HEAD"
+
+
+def test_build_release_refuses_a_committed_solution(git_project, tmp_path):
+    (git_project / "exercises" / "ex3.py").write_text(FAKE_STUB.replace("raise NotImplementedError", "return 0"))
+    _git(git_project, "commit", "-q", "-am", "oops")
+    with pytest.raises(RuntimeError, match=r"git HEAD: ex3.py is not a stub: dfoo \(line 6\)"):
+        release.build_release(tmp_path / "bundle", git_project)
+    assert not (tmp_path / "bundle").exists()
+
+
+def test_build_release_outside_git_vets_the_packaged_stubs(fake_project, tmp_path):
+    (fake_project / "exercises" / "ex2.py").write_text(FAKE_REFERENCE)
+    with pytest.raises(RuntimeError, match=r"exercises: ex2.py is not a stub: dfoo"):
+        release.build_release(tmp_path / "bundle", fake_project)
+    (fake_project / "exercises" / "ex2.py").unlink()
+    with pytest.raises(FileNotFoundError, match="ex2.py is missing"):
+        release.build_release(tmp_path / "bundle", fake_project)
+
+
+def test_check_stub_accepts_only_raising_bodies():
+    release.check_stub("ok.py", b'def f(x):\n    """Doc."""\n    raise NotImplementedError("write me")\n', "here")
+    for body in ("pass", "return x", "raise ValueError", "x = 1\n    raise NotImplementedError"):
+        with pytest.raises(RuntimeError, match="is not a stub: f"):
+            release.check_stub("bad.py", f"def f(x):\n    {body}\n".encode(), "here")
+    with pytest.raises(RuntimeError, match=r"is not a stub: module-level code \(line 2\)"):
+        release.check_stub("bad.py", b"import torch\nd = torch.zeros(3)\n", "here")
+    with pytest.raises(RuntimeError, match="not a valid stub file"):
+        release.check_stub("bad.py", b"def f(:\n", "here")
+
+
+def test_build_release_needs_the_reference(fake_project, tmp_path):
+    shutil.rmtree(fake_project / "reference")
+    with pytest.raises(RuntimeError, match="reference has no solutions"):
+        release.build_release(tmp_path / "bundle", fake_project)
 
 
 def test_build_release_refuses_a_leak_and_cleans_up(fake_project, tmp_path):
@@ -111,22 +193,79 @@ def test_build_release_refuses_a_leak_and_cleans_up(fake_project, tmp_path):
     assert list((tmp_path / "out").iterdir()) == []  # no half-built bundle left behind
 
 
+def test_build_release_refuses_instructor_folders_anywhere(fake_project, tmp_path):
+    (fake_project / "grader" / "tests").mkdir()
+    (fake_project / "grader" / "tests" / "t.py").write_text("")
+    with pytest.raises(RuntimeError, match="instructor-only folders ended up in the bundle: grader/tests"):
+        release.build_release(tmp_path / "bundle", fake_project)
+
+
+def test_build_release_carries_the_policy_but_never_the_secret(fake_project, tmp_path):
+    secret = "correct horse battery staple"
+    course = policy.Policy(points={"ex2.dlogits": 5}, level="hint", secret=secret)
+    out = release.build_release(tmp_path / "bundle", fake_project, policy=course)
+    shipped = policy.load(out / "course.toml")
+    assert (shipped.points, shipped.level, shipped.secret) == ({"ex2.dlogits": 5}, "hint", None)
+    assert not [p for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    # a secret that is somehow in a shipped file stops the build
+    (fake_project / "grader" / "config.py").write_text(f"SECRET = {secret!r}\n")
+    with pytest.raises(RuntimeError, match=r"the course secret would ship in the bundle, in grader/config.py"):
+        release.build_release(tmp_path / "bundle2", fake_project, policy=course)
+
+
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    """Build the real student bundle once."""
-    return release.build_release(tmp_path_factory.mktemp("release") / "bundle", ROOT)
+    """Build the real student bundle once, with a course policy that has a secret."""
+    course = policy.Policy(points={"ex2.dlogits": 5}, secret="the real bundle's course secret")
+    return release.build_release(tmp_path_factory.mktemp("release") / "bundle", ROOT, policy=course)
+
+
+def _committed(name: str) -> bytes:
+    """Return a stub as the real project committed it (the working copy outside a git checkout)."""
+    shown = subprocess.run(["git", "-C", str(ROOT), "show", f"HEAD:./exercises/{name}"], capture_output=True)
+    return shown.stdout if HAS_GIT and shown.returncode == 0 else (ROOT / "exercises" / name).read_bytes()
 
 
 def test_real_bundle_contents(bundle):
     top = {p.name for p in bundle.iterdir()}
-    assert {"README.md", "exercises", "grader", "pyproject.toml"} <= top
+    assert {"README.md", "exercises", "grader", "pyproject.toml", "course.toml"} <= top
     assert not top & {"reference", "tests", "bench", ".git", ".ci"}
     assert sorted(p.name for p in (bundle / "exercises").glob("ex*.py")) == [f"ex{i}.py" for i in range(1, 5)]
     assert not list(bundle.rglob("__pycache__")) and not list(bundle.rglob("*.pyc"))
-    readme = (bundle / "README.md").read_text()
-    assert "pip install torch==2.13.0 ." in readme and "grade ex1" in readme
+    assert {p.name for p in (ROOT / "grader").iterdir() if (p / "__init__.py").exists()} <= {
+        p.name for p in (bundle / "grader").iterdir()
+    }
     for ex in ("ex1", "ex2", "ex3", "ex4"):
-        assert (bundle / "exercises" / f"{ex}.py").read_bytes() == (ROOT / "exercises" / f"{ex}.py").read_bytes()
+        assert (bundle / "exercises" / f"{ex}.py").read_bytes() == _committed(f"{ex}.py")
+    shipped = policy.load(bundle / "course.toml")
+    assert shipped.points == {"ex2.dlogits": 5} and shipped.secret is None
+    assert not [p for p in bundle.rglob("*") if p.is_file() and b"the real bundle's course secret" in p.read_bytes()]
+
+
+def test_real_bundle_readme_documents_what_the_bundle_accepts(bundle):
+    readme = (bundle / "README.md").read_text()
+    assert f'pip install torch=={release.TORCH_VERSION} numpy ".[plot]"' in readme
+    assert "grade ex1 --only dcounts" in readme and "grade ex1 dcounts" not in readme
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    for line in _readme_commands(readme):
+        argv = shlex.split(line)
+        if argv[0] != "grade":
+            assert (bundle / argv[1]).is_file(), line
+            continue
+        sub = argv[1:2] if len(argv) > 1 and not argv[1].startswith("-") else []
+        help_text = CliRunner().invoke(main, [*sub, "--help"]).output
+        for option in (a for a in argv[2:] if a.startswith("--")):
+            assert option in help_text, f"{line}: {option} is not an option of grade {' '.join(sub)}"
+
+
+def _readme_commands(readme: str) -> list[str]:
+    """Return the shell commands of the README's code blocks that run the grader (comments removed)."""
+    blocks = re.findall(r"```\n(.*?)```", readme, re.S)
+    lines = [line.split("#")[0].strip() for block in blocks for line in block.splitlines()]
+    return [line for line in lines if line.startswith(("grade ", "python data/"))]
 
 
 @pytest.mark.skipif(not HAS_REFERENCE, reason="reference/ is empty")
@@ -135,42 +274,85 @@ def test_real_bundle_has_no_leaks_and_a_plant_is_caught(bundle, tmp_path):
     assert release.find_leaks(bundle, reference) == []
     planted = tmp_path / "planted"
     shutil.copytree(bundle, planted)
-    lines = {ref.name: release.solution_lines(ref, ROOT / "exercises" / ref.name) for ref in reference.glob("*.py")}
+    lines = {ref.name: release.solution_lines(ref, bundle / "exercises" / ref.name) for ref in reference.glob("*.py")}
     name, keys = next((n, k) for n, k in sorted(lines.items()) if k)
     original = next(
         line.strip() for line in (reference / name).read_text().splitlines() if release._norm(line) == keys[0]
     )
     with open(planted / "exercises" / name, "a") as f:
         f.write(f"\n# spoiler\n    {original}\n")
-    leaks = release.find_leaks(planted, reference)
+    leaks = release.find_leaks(planted, reference, stubs_dir=bundle / "exercises")
     assert leaks and leaks[0].startswith(f"exercises/{name}:")
     assert original in leaks[0]
 
 
-@pytest.mark.slow
-def test_bundle_installs_and_grades(bundle, tmp_path):
+def _venv(tmp_path: Path) -> Path:
+    """Make a venv that sees this interpreter's installed packages, and return its bin folder.
+
+    `--system-site-packages` is not enough when the tests run inside a venv: a venv made from a venv's python
+    is based on the base interpreter, whose site-packages lacks torch and names. So the new venv gets a .pth
+    file that lists this interpreter's site directories (not its .pth files: the project's editable install
+    must not shadow the bundle's grader).
+    """
     venv = tmp_path / "venv"
-    # --without-pip: the system's pip and setuptools do the install (a venv's bundled setuptools may be too
-    # old to build a wheel without the `wheel` package, and --no-build-isolation fetches nothing)
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+    purelib = subprocess.run(
+        [str(bindir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    here = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    site_dirs = [p for p in sys.path if p and (p in here or Path(p).name in ("site-packages", "dist-packages"))]
+    Path(purelib, "_outer_site.pth").write_text("\n".join(dict.fromkeys(site_dirs)) + "\n")
+    return bindir
+
+
+def _student_work(bundle: Path, tmp_path: Path) -> Path:
+    """Copy the bundle and fill in some of its exercises: a failing ex1 item, ex2, ex4 and a folder elsewhere."""
     work = tmp_path / "student"
     shutil.copytree(bundle, work)
+    for name in ("ex2.py", "ex4.py"):
+        shutil.copy(REFERENCE / name, work / "exercises" / name)
+    tanh = "\n\ndef dhpreact(hpreact, dh):\n    return (1 - hpreact**2) * dh\n"
+    (work / "exercises" / "ex1.py").write_text((REFERENCE / "ex1.py").read_text() + tanh)
+    shutil.copytree(REFERENCE, work / "path" / "to" / "folder")
+    return work
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_REFERENCE, reason="reference/ is empty")
+def test_bundle_installs_and_its_readme_commands_work(bundle, tmp_path):
+    if importlib.util.find_spec("matplotlib") is None:
+        pytest.skip("the plot extra is not installed: pip install -e '.[test,plot]'")
+    bindir = _venv(tmp_path)
+    work = _student_work(bundle, tmp_path)
+    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
     subprocess.run(
-        [str(bindir / "python"), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--quiet", "."],
+        [str(bindir / "python"), "-m", "pip", "install", "--no-deps", *isolation, "--quiet", "."],
         cwd=work, check=True, capture_output=True, text=True,
     )  # fmt: skip
-    grade = bindir / "grade"
-    assert grade.exists()
+    assert (bindir / "grade").exists()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([str(grade), "ex1", "--json"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
-    out = json.loads(proc.stdout)
-    items = out["items"]
-    assert len(items) == 26, proc.stderr
-    assert all(i["status"] == "not_attempted" for i in items)
-    assert out["score"] == 0
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
     where = subprocess.run(
-        [str(bindir / "python"), "-c", "import grader; print(grader.__file__)"],
+        [str(bindir / "python"), "-c", "import grader, grader.policy; print(grader.__file__)"],
         cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    assert Path(where.stdout.strip()).is_relative_to(venv)  # the bundle's grader, not the project's
+    assert Path(where.stdout.strip()).is_relative_to(bindir.parent)  # the bundle's grader, not the project's
+
+    proc = subprocess.run(["grade", "ex3", "--json"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    out = json.loads(proc.stdout)
+    assert [(i["id"], i["status"]) for i in out["items"]] == [("ex3.dhprebn", "not_attempted")], proc.stderr
+    proc = subprocess.run(["grade", "ex2", "--json"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert json.loads(proc.stdout)["max_score"] == 5, proc.stderr  # the bundle's course.toml is read
+
+    readme = (work / "README.md").read_text()
+    for line in _readme_commands(readme):
+        argv = shlex.split(line)
+        if argv[0] == "python":
+            argv[0] = str(bindir / "python")
+        proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode in (0, 1), f"{line}\n{proc.stdout}\n{proc.stderr}"
+        assert "Traceback" not in proc.stderr, f"{line}\n{proc.stderr}"
+    for png in ("diff.png", "dlogits.png", "loss.png"):
+        assert (work / png).stat().st_size > 1000, png

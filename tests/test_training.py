@@ -150,3 +150,16 @@ def test_evaluate_and_sample_at_initialisation():
     assert a != training.sample(params, stats, n=5, seed=1)
     with pytest.raises(ValueError, match="split"):
         training.evaluate(params, stats, None, "dev")
+
+
+def test_reference_curve_is_autograd_on_the_same_batches(run):
+    from grader import training_cli
+
+    fx = fixture.build(fixture.EX4_PRIMARY, ex4=True)
+    grads = training_cli.autograd_backward(**training.bind(training_cli.autograd_backward, fx.inputs()))
+    for k in fixture.EX4_GRADS:
+        torch.testing.assert_close(grads[k], fx.truth[k], rtol=1e-4, atol=1e-6)
+    reference = training_cli.reference_losses(corpus_mod.load(None), 40)
+    assert len(reference) == 40 and reference[0] == run.losses[0]  # the same first batch and parameters
+    # both use lr 0.1 before step 20, where the 40-step run drops it
+    assert max(abs(a - b) for a, b in zip(reference[:20], run.losses[:20], strict=True)) < 1e-3

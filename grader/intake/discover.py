@@ -1,0 +1,232 @@
+"""List a submissions folder: one Entry per student, and every other entry in a skipped list with its reason.
+
+Recognised layouts, mixed freely: a folder, a .zip or a .tar(.gz) per student, named by the student id; a
+notebook per student; a Canvas bulk download (loose `login[_late]_userid_submissionid_file` files); a Gradescope
+"export submissions" folder (`submission_NNN/` folders and `submission_metadata.yml` with names, emails and ids).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from grader.intake import messages as msg
+from grader.intake.files import Unreadable, read_regular
+from grader.intake.gather import SKIP_DIRS, Gathered, archive_suffix, gather_files, gather_folder, is_notebook
+from grader.intake.read import IntakeSubmission, choose
+
+FORMAT_VERSION = 2  # bump to invalidate --resume after an intake or grading change
+GRADESCOPE_METADATA = "submission_metadata.yml"
+CANVAS = re.compile(r"^(?P<login>[A-Za-z0-9.-]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$")
+_KINDS = ("folder", "archive", "notebook", "canvas")  # which one wins when a student has several
+_RULE = "a folder is preferred to an archive, an archive to a notebook, a notebook to Canvas files"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One student's submission: a folder, an archive, a notebook or a set of Canvas files."""
+
+    student: str
+    kind: str  # folder | archive | notebook | canvas
+    paths: tuple[Path, ...]
+    identity: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def path(self) -> Path:
+        """Return the entry's first path (its only one unless it is a set of Canvas files)."""
+        return self.paths[0]
+
+    def gather(self) -> Gathered:
+        """Collect the entry's candidate files."""
+        if self.kind == "folder":
+            return gather_folder(self.paths[0])
+        if self.kind == "canvas":
+            return gather_files([(p.name, p) for p in self.paths])
+        return gather_files([(self.paths[0].name, self.paths[0])])
+
+    def digest(self, options: str) -> str:
+        """Return a hash of everything intake reads from this entry and of the grading options, for --resume."""
+        h = hashlib.sha256(f"{FORMAT_VERSION}|{options}|{self.kind}|{self.identity}|{self.notes}".encode())
+        g = self.gather()
+        for note in g.notes:
+            h.update(b"note\0" + note.encode() + b"\0")
+        for f in g.files:
+            h.update(f"{f.name}\0{f.depth}\0{f.error}\0{len(f.data or b'')}\0".encode())
+            h.update(f.data or b"")
+        return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An entry of the submissions folder that is not graded, and why."""
+
+    name: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        """Return the entry for summary.json."""
+        return {"name": self.name, "reason": self.reason}
+
+
+@dataclass
+class _Found:
+    entries: list[tuple[str, int, str, Entry]] = field(default_factory=list)  # (student, kind rank, name, entry)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _safe_id(text: str, fallback: str) -> str:
+    """Return a student id usable as a file name."""
+    cleaned = "".join("_" if c in "/\\\0" or ord(c) < 32 else c for c in str(text)).strip()
+    return fallback if cleaned in ("", ".", "..") else cleaned
+
+
+class _RubyTolerantLoader(yaml.SafeLoader):
+    """A safe YAML loader that reads Ruby-tagged values (Gradescope writes some) as plain data."""
+
+
+def _plain(loader, suffix, node):
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node)
+    return loader.construct_scalar(node)
+
+
+_RubyTolerantLoader.add_multi_constructor("!", _plain)
+
+
+def gradescope_metadata(folder: Path) -> dict[str, dict[str, str]]:
+    """Return {submission folder: identity} from submission_metadata.yml; raise ValueError if unreadable."""
+    try:
+        data = yaml.load(read_regular(folder / GRADESCOPE_METADATA, 16 << 20), Loader=_RubyTolerantLoader)
+    except (Unreadable, yaml.YAMLError) as exc:
+        raise ValueError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+    if not isinstance(data, dict):
+        raise ValueError("not a mapping of submission folders")
+    out = {}
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            continue
+        people = value.get(":submitters") or value.get("submitters") or []
+        people = [p for p in people if isinstance(p, dict)] if isinstance(people, list) else []
+        fields = {}
+        for field_name in ("name", "email", "sid"):
+            vals = [str(p.get(f":{field_name}") or p.get(field_name) or "").strip() for p in people]
+            if any(vals):
+                fields[field_name] = "; ".join(v for v in vals if v)
+        out[str(key)] = fields
+    return out
+
+
+def _gradescope_key(folder: str, ident: dict[str, str]) -> str:
+    first = {k: v.split("; ")[0] for k, v in ident.items()}
+    return _safe_id(first.get("sid") or first.get("email") or first.get("name") or folder, folder)
+
+
+def discover(folder: Path) -> tuple[list[Entry], list[Skipped]]:
+    """List the students in a submissions folder, sorted by id, and every entry not graded with its reason."""
+    found = _Found()
+    names = sorted(os.listdir(folder))
+    metadata: dict[str, dict[str, str]] = {}
+    if GRADESCOPE_METADATA in names:
+        try:
+            metadata = gradescope_metadata(folder)
+        except ValueError as exc:
+            found.skipped.append(Skipped(GRADESCOPE_METADATA, msg.METADATA_UNREADABLE.format(error=exc)))
+        else:
+            found.skipped.append(Skipped(GRADESCOPE_METADATA, msg.METADATA_USED))
+        names.remove(GRADESCOPE_METADATA)
+    canvas: dict[str, list[tuple[Path, re.Match]]] = {}
+    for name in names:
+        path = folder / name
+        if name.startswith("."):
+            found.skipped.append(Skipped(name, msg.HIDDEN))
+            continue
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError as exc:
+            found.skipped.append(Skipped(name, msg.UNREADABLE.format(label=name, error=exc.strerror)))
+            continue
+        if stat.S_ISLNK(mode):
+            found.skipped.append(Skipped(name, msg.TOP_SYMLINK))
+        elif stat.S_ISDIR(mode):
+            if name in SKIP_DIRS:
+                found.skipped.append(Skipped(name, msg.SYSTEM_FOLDER))
+            elif metadata and name in metadata:
+                ident = metadata[name]
+                student = _gradescope_key(name, ident)
+                entry = Entry(student, "folder", (path,), tuple(sorted(ident.items())), (f"Gradescope folder {name}",))
+                found.entries.append((student, 0, name, entry))
+            else:
+                stray = metadata and name.startswith("submission_")
+                notes = (msg.NOT_IN_METADATA.format(folder=name),) if stray else ()
+                found.entries.append((name, 0, name, Entry(name, "folder", (path,), notes=notes)))
+        elif not stat.S_ISREG(mode):
+            found.skipped.append(Skipped(name, msg.NOT_REGULAR))
+        elif (m := CANVAS.match(name)) is not None:
+            canvas.setdefault(m["login"], []).append((path, m))
+        elif suffix := archive_suffix(name):
+            student = name[: -len(suffix)]
+            found.entries.append((student, 1, name, Entry(student, "archive", (path,))))
+        elif is_notebook(name):
+            student = name[: -len(".ipynb")]
+            found.entries.append((student, 2, name, Entry(student, "notebook", (path,))))
+        elif name.lower().endswith(".py"):
+            found.skipped.append(Skipped(name, msg.LOOSE_FILE))
+        else:
+            found.skipped.append(Skipped(name, msg.NOT_A_SUBMISSION))
+    for login, files in canvas.items():
+        uid = files[0][1]["uid"]
+        identity = {"login": login, "canvas_id": uid}
+        notes = (msg.CANVAS_LATE,) if any(m["late"] for _, m in files) else ()
+        entry = Entry(login, "canvas", tuple(p for p, _ in files), tuple(sorted(identity.items())), notes)
+        found.entries.append((login, 3, files[0][0].name, entry))
+    return _resolve(found)
+
+
+def _resolve(found: _Found) -> tuple[list[Entry], list[Skipped]]:
+    """Keep one entry per student (by the stated rule) and list the others as skipped."""
+    entries: list[Entry] = []
+    by_student: dict[str, list[tuple[int, str, Entry]]] = {}
+    for student, rank, name, entry in found.entries:
+        by_student.setdefault(student, []).append((rank, name, entry))
+    for student in sorted(by_student):
+        group = sorted(by_student[student], key=lambda t: (t[0], t[1]))
+        _, kept_name, kept = group[0]
+        extra = []
+        for rank, name, _ in group[1:]:
+            if rank == group[0][0] and kept.kind == "folder":  # two Gradescope folders with the same student id
+                reason = msg.DUPLICATE_ID.format(student=student, other=kept_name)
+            else:
+                reason = msg.SAME_STUDENT.format(other=kept_name, student=student, rule=_RULE)
+            found.skipped.append(Skipped(name, reason))
+            extra.append(msg.ALSO_SUBMITTED.format(other=name, rule=reason))
+        if extra:
+            kept = Entry(kept.student, kept.kind, kept.paths, kept.identity, kept.notes + tuple(extra))
+        entries.append(kept)
+    return entries, sorted(found.skipped, key=lambda s: s.name)
+
+
+def read_entry(entry: Entry) -> IntakeSubmission:
+    """Read one student's entry into a Submission; anything wrong with the files ends in its notes, never raises."""
+    return choose(entry.student, entry.gather(), dict(entry.identity), entry.notes)
+
+
+def read_submission(path: Path) -> IntakeSubmission:
+    """Read a single student's submission: a folder, an archive or a notebook."""
+    path = Path(path)
+    name = path.name
+    if path.is_dir():
+        return read_entry(Entry(name, "folder", (path,)))
+    if suffix := archive_suffix(name):
+        return read_entry(Entry(name[: -len(suffix)], "archive", (path,)))
+    if is_notebook(name):
+        return read_entry(Entry(name[: -len(".ipynb")], "notebook", (path,)))
+    return read_entry(Entry(path.stem, "canvas", (path,)))

@@ -1,0 +1,174 @@
+"""Turn what was gathered from one submission into a Submission: one source per exercise, chosen by a stated rule.
+
+The rule, per exercise: candidates are regular files named like the exercise (`ex1.py`, `Ex1.py`,
+`backprop_ex1.py`, `ex1 (1).py`, Canvas's `login_123_456_ex1.py`) anywhere in the submission, archives in it
+included. A candidate identical to the released stub is dropped when any other candidate exists, and so are
+copies with the same text. If different candidates remain, the shallowest is graded, then the one named exactly
+`exN.py`, then the first by path, and the student's result says AMBIGUOUS and names the files not graded.
+Notebooks fill the exercises that no .py file gives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import catalogue
+from grader.intake import messages as msg
+from grader.intake.files import decode_source
+from grader.intake.gather import Found, Gathered, exercise_of, is_notebook
+from grader.sources import Source, Submission
+
+STUBS = Path(__file__).resolve().parents[2] / "exercises"
+
+
+@dataclass
+class IntakeSubmission(Submission):
+    """A Submission with intake's flags for the instructor: 'ambiguous', 'unreadable', 'stub', 'nothing'."""
+
+    flags: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """Return what intake decided, with the flags."""
+        return {**super().to_dict(), **({"intake_flags": sorted(set(self.flags))} if self.flags else {})}
+
+
+def _normal(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def _stubs() -> dict[str, str]:
+    stubs = {}
+    for ex in catalogue.EXERCISES:
+        try:
+            stubs[ex] = _normal(decode_source((STUBS / f"{ex}.py").read_bytes()))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+    return stubs
+
+
+_STUB_CACHE: dict[str, str] | None = None
+
+
+def stub_texts() -> dict[str, str]:
+    """Return the released stubs' normalised text per exercise (empty where the checkout has none)."""
+    global _STUB_CACHE
+    if _STUB_CACHE is None:
+        _STUB_CACHE = _stubs()
+    return _STUB_CACHE
+
+
+def _decoded(f: Found) -> tuple[str | None, str | None]:
+    if f.data is None:
+        return None, msg.UNREADABLE.format(label=f.name, error=f.error)
+    try:
+        return decode_source(f.data), None
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        return None, msg.UNDECODABLE.format(label=f.name, error=exc)
+
+
+def _rank(ex: str, f: Found) -> tuple:
+    return (f.depth, f.name.rsplit("/", 1)[-1] != f"{ex}.py", f.name)
+
+
+def choose(name: str, gathered: Gathered, identity: dict | None = None, notes=()) -> IntakeSubmission:
+    """Pick one source per exercise from the gathered files, saying in the notes what was graded and why."""
+    sub = IntakeSubmission(name, identity=dict(identity or {}), notes=list(notes) + list(gathered.notes))
+    stubs = stub_texts()
+    for ex in catalogue.EXERCISES:
+        cands = [f for f in gathered.files if exercise_of(f.name.rsplit("/", 1)[-1]) == ex]
+        if not cands:
+            continue
+        readable, errors = [], []
+        for f in sorted(cands, key=lambda f: _rank(ex, f)):
+            text, error = _decoded(f)
+            if text is None:
+                errors.append(error)
+            else:
+                readable.append((f, text))
+        if not readable:
+            sub.problems[ex] = errors[0]
+            sub.notes += errors
+            sub.flags.append("unreadable")
+            continue
+        is_stub = [stubs.get(ex) == _normal(t) for _, t in readable]
+        pool = [r for r, s in zip(readable, is_stub, strict=True) if not s] or readable
+        chosen, text = pool[0]
+        sub.sources[ex] = Source(ex, chosen.name, text, chosen.name)
+        sub.notes.append(msg.GRADED_FILE.format(exercise=ex, label=chosen.name))
+        if len(pool) < len(readable):
+            labels = ", ".join(f.name for (f, _), s in zip(readable, is_stub, strict=True) if s)
+            sub.notes.append(msg.STUB_IGNORED.format(exercise=ex, labels=labels))
+        elif all(is_stub):
+            sub.notes.append(msg.STUB_ONLY.format(exercise=ex, label=chosen.name))
+            sub.flags.append("stub")
+        dups = [f.name for f, t in pool[1:] if t == text]
+        if dups:
+            sub.notes.append(msg.DUPLICATES_IGNORED.format(exercise=ex, labels=", ".join(dups)))
+        others = [f.name for f, t in pool[1:] if t != text]
+        if others:
+            sub.notes.append(
+                msg.AMBIGUOUS.format(
+                    exercise=ex, count=len({t for _, t in pool}), label=chosen.name, others=", ".join(others)
+                )
+            )
+            sub.flags.append("ambiguous")
+        sub.notes += errors
+    _add_notebooks(sub, [f for f in gathered.files if is_notebook(f.name.rsplit("/", 1)[-1])])
+    if not sub.sources and not sub.problems:
+        sub.notes.append(msg.NOTHING_FOUND)
+        sub.flags.append("nothing")
+    return sub
+
+
+def _notebook_reader():
+    try:
+        from grader.notebook import notebook_sources  # written separately; absent in older checkouts
+    except ImportError:
+        return None
+    return notebook_sources
+
+
+def _add_notebooks(sub: IntakeSubmission, notebooks: list[Found]) -> None:
+    """Fill the exercises no .py file gave from the submission's notebooks, shallowest first."""
+    if not notebooks:
+        return
+    missing = [ex for ex in catalogue.EXERCISES if ex not in sub.sources and ex not in sub.problems]
+    reader = _notebook_reader()
+    for nb in sorted(notebooks, key=lambda f: (f.depth, f.name)):
+        if not missing:
+            sub.notes.append(msg.NOTEBOOK_SHADOWED.format(name=nb.name))
+            continue
+        if reader is None:
+            sub.notes.append(msg.NOTEBOOK_NOTE.format(name=nb.name, note=msg.NOTEBOOKS_UNSUPPORTED))
+            continue
+        if nb.data is None:
+            sub.notes.append(msg.UNREADABLE.format(label=nb.name, error=nb.error))
+            continue
+        with tempfile.TemporaryDirectory(prefix="grader-nb-") as tmp:
+            path = Path(tmp) / Path(nb.name).name
+            path.write_bytes(nb.data)
+            sources, notes = reader(path)
+        wanted = tuple(f"{ex}:" for ex in missing)
+        others = tuple(f"{ex}:" for ex in catalogue.EXERCISES if ex not in missing)
+        kept = [n for n in notes if n.startswith(wanted) or not n.startswith(others)]  # not about a .py's exercise
+        sub.notes += [msg.NOTEBOOK_NOTE.format(name=nb.name, note=n) for n in kept]
+        for ex in list(missing):
+            if ex in sources:
+                src = sources[ex]
+                label = src.label.replace(path.name, nb.name, 1) if src.label else nb.name
+                sub.sources[ex] = dataclasses.replace(src, path=nb.name, label=label)
+                sub.notes.append(msg.NOTEBOOK_USED.format(exercise=ex, label=label))
+                missing.remove(ex)
+
+
+def with_intake(result: dict, submission: Submission) -> dict:
+    """Return a grading result dict with intake's decisions merged in; an unreadable file errors its items."""
+    out = {**result, **submission.to_dict()}
+    for item in out.get("items", []):
+        problem = submission.problems.get(item.get("exercise"))
+        if problem and item.get("status") == "not_attempted":
+            item["status"], item["message"] = "error", problem
+    return out

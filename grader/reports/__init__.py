@@ -1,0 +1,63 @@
+"""What `grade batch` writes once everyone is graded: CSVs, summary.json, report.html, similarity; stale files go."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from grader.reports.html import html_report
+from grader.reports.summary import summarize
+from grader.reports.tables import CANVAS_ASSIGNMENT, canvas_gradebook, gradebook
+
+EMPTY_CLASS = "no submission to grade in {folder}"
+
+
+class EmptyClassError(ValueError):
+    """The submissions folder holds nobody to grade."""
+
+    def __init__(self, folder: Path, skipped=()):
+        self.skipped = list(skipped)
+        lines = [EMPTY_CLASS.format(folder=folder)] + [f"  skipped {s.name}: {s.reason}" for s in self.skipped]
+        super().__init__("\n".join(lines))
+
+
+def _write_json(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, indent=2) + "\n")
+
+
+def remove_stale(students_dir: Path, keep) -> list[str]:
+    """Delete students/<id>.json of students no longer in the submissions folder; return their ids."""
+    stale = []
+    for f in sorted(students_dir.glob("*.json")):
+        if f.name[: -len(".json")] not in keep:
+            f.unlink()
+            stale.append(f.name[: -len(".json")])
+    return stale
+
+
+def write_outputs(
+    out: Path,
+    entries,
+    skipped,
+    students: dict[str, dict],
+    *,
+    similarity: bool = True,
+    canvas_assignment: str | None = None,
+    sandbox: dict | None = None,
+) -> dict:
+    """Write gradebook.csv, canvas.csv, summary.json and report.html for graded students; return the summary."""
+    stale = remove_stale(out / "students", set(students))
+    (out / "gradebook.csv").write_text(gradebook(students))
+    (out / "canvas.csv").write_text(canvas_gradebook(students, canvas_assignment or CANVAS_ASSIGNMENT))
+    summary = summarize(students, skipped, stale)
+    if sandbox is not None:  # which walls the sandbox had on this machine (jail.Protections)
+        summary["sandbox"] = sandbox
+    if similarity:
+        from grader.intake import read_entry
+        from grader.reports.similarity import compare_class
+
+        sources = {e.student: {ex: s.text for ex, s in read_entry(e).sources.items()} for e in entries}
+        summary["similarity"] = compare_class(sources).to_dict()
+    _write_json(out / "summary.json", summary)
+    (out / "report.html").write_text(html_report(summary, students))
+    return summary

@@ -1,0 +1,401 @@
+"""Inside a sandbox child: take every input from the parent, run the student's code, send back plain tensors.
+
+A child holds one exercise file. It inherits no answers: every true gradient in its copy of memory is zeroed
+before anything else happens, and every input of a call (forward tensors, parameters, upstream gradients)
+arrives fresh over the pipe. After a call it sends back what the function returned and every tensor input as it
+is now, so the parent, not the child, decides whether an input was changed in place.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import gc
+import inspect
+import linecache
+import os
+import signal
+import sys
+import traceback
+
+import torch
+import torch.autograd.forward_ad
+import torch.autograd.functional
+import torch.func
+import torch.nn.functional  # noqa: F401  (imported before the jail closes)
+
+from grader import fixture, wire
+from grader.sandbox import jail
+
+# Modules a submission may import; each is imported here, before a child's file system goes away.
+ALLOWED_IMPORTS = (
+    "torch",
+    "torch.nn",
+    "torch.nn.functional",
+    "torch.autograd",
+    "torch.func",
+    "torch.linalg",
+    "torch.special",
+    "math",
+    "cmath",
+    "numpy",
+    "functools",
+    "itertools",
+    "collections",
+    "collections.abc",
+    "operator",
+    "typing",
+    "dataclasses",
+    "random",
+    "string",
+    "statistics",
+    "fractions",
+    "numbers",
+    "enum",
+    "abc",
+    "__future__",
+)
+for _name in ALLOWED_IMPORTS:
+    try:
+        __import__(_name)
+    except ImportError:  # numpy is optional
+        pass
+
+_is_grad_enabled = torch._C.is_grad_enabled  # kept before any student code can replace the public one
+
+
+class AutogradForbidden(RuntimeError):
+    """Raised in a child when student code reaches for autograd."""
+
+
+class BlockedImport(ImportError):
+    """Raised in a child when student code imports something outside the allow-list."""
+
+
+_AUTOGRAD_CALLS: list[str] = []
+_IN_STUDENT = [False]  # True while student code runs; torch's own context managers may restore grad mode
+
+
+def _tripwire(name: str):
+    def tripped(*args, **kwargs):
+        _AUTOGRAD_CALLS.append(name)
+        raise AutogradForbidden(f"{name} is autograd; this exercise is to derive the gradient by hand")
+
+    return tripped
+
+
+class _Tripped:
+    """Stands in for an autograd object: any attribute or call records the use and refuses."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        return _tripwire(f"{self._name}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        return _tripwire(self._name)()
+
+
+def warm_up():
+    """Run, before any student code, the torch paths that import modules lazily (the student cannot import)."""
+    x = torch.zeros(4, 3)
+    x[range(2), torch.tensor([0, 1])] = 1.0
+    x.index_add_(0, torch.tensor([0, 0]), torch.ones(2, 3))
+    torch.nn.functional.one_hot(torch.tensor([1, 2]), 3).float() @ x.T
+    torch.nn.functional.cross_entropy(x, torch.tensor([0, 1, 2, 0]))
+
+
+def install_autograd_tripwires():
+    """Make every autograd entry point, public and private, record the call and refuse."""
+    T = torch.Tensor
+    T.backward = _tripwire("Tensor.backward()")
+    T.requires_grad_ = _tripwire("Tensor.requires_grad_()")
+    T.retain_grad = _tripwire("Tensor.retain_grad()")
+    base_rg = torch._C.TensorBase.requires_grad
+
+    def set_requires_grad(self, value):
+        if value:
+            _tripwire("Tensor.requires_grad = True")()
+        base_rg.__set__(self, value)
+
+    T.requires_grad = property(base_rg.__get__, set_requires_grad)
+    torch.autograd.backward = _tripwire("torch.autograd.backward()")
+    torch.autograd.grad = _tripwire("torch.autograd.grad()")
+    for name in ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"):
+        setattr(torch.autograd.functional, name, _tripwire(f"torch.autograd.functional.{name}()"))
+    for name in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize", "vmap"):
+        if hasattr(torch.func, name):
+            setattr(torch.func, name, _tripwire(f"torch.func.{name}()"))
+    fwd = torch.autograd.forward_ad
+    for name in ("make_dual", "unpack_dual", "dual_level", "enter_dual_level", "exit_dual_level"):
+        if hasattr(fwd, name):
+            setattr(fwd, name, _tripwire(f"torch.autograd.forward_ad.{name}"))
+    for name in ("_make_dual", "_unpack_dual"):
+        if hasattr(torch, name):
+            setattr(torch, name, _tripwire(f"torch.{name}"))
+    # the private routes: the grad-mode setter, the engine, forward-mode levels
+    real_set = torch._C._set_grad_enabled
+
+    def set_grad_enabled(mode):
+        if mode and _IN_STUDENT[0]:
+            _tripwire("torch._C._set_grad_enabled(True)")()
+        return real_set(mode)
+
+    torch._C._set_grad_enabled = set_grad_enabled
+    for name in ("_set_fwd_grad_enabled", "_enter_dual_level", "_exit_dual_level", "_ImperativeEngine"):
+        if hasattr(torch._C, name):
+            setattr(torch._C, name, _tripwire(f"torch._C.{name}"))
+    from torch.autograd.variable import Variable
+
+    Variable._execution_engine = _Tripped("the autograd engine")
+    torch._C._EngineBase = _Tripped("torch._C._EngineBase")
+    enable = _tripwire("torch.enable_grad()")
+    torch.enable_grad.__init__ = lambda self, *a, **k: enable()
+    real_init = torch.set_grad_enabled.__init__
+    refuse_set = _tripwire("torch.set_grad_enabled(True)")
+
+    def set_grad_enabled_init(self, mode, *args, **kwargs):
+        if mode and _IN_STUDENT[0]:
+            refuse_set()
+        real_init(self, mode, *args, **kwargs)
+
+    torch.set_grad_enabled.__init__ = set_grad_enabled_init
+
+
+def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level:
+        raise BlockedImport(f"relative import of {name!r} is blocked: each exercise file stands alone")
+    if name not in ALLOWED_IMPORTS and not (name.startswith("torch.") and name in sys.modules):
+        # torch's C++ imports its own modules through the caller's __import__; those already loaded may pass
+        allowed = ", ".join(n for n in ALLOWED_IMPORTS if n != "__future__")
+        raise BlockedImport(f"import of {name!r} is blocked by the grader's sandbox; allowed modules: {allowed}")
+    return __import__(name, globals, locals, fromlist, level)
+
+
+_REMOVED_BUILTINS = ("open", "input", "breakpoint", "help", "exit", "quit", "copyright", "credits", "license")
+
+
+def _student_builtins() -> dict:
+    names = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
+    names["__import__"] = _guarded_import
+    return names
+
+
+def scrub_secrets():
+    """Overwrite, in this child's copy of memory only, every true gradient the parent holds."""
+    for fx in fixture.built_fixtures():
+        for t in fx.secrets():
+            t.zero_()
+        fx.truth.clear()
+        fx.steps.clear()
+        fx.variants.clear()
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: B036 - a hostile __str__
+        text = "<unprintable>"
+    return text[:600]
+
+
+def describe_exception(exc: BaseException, path: str | None) -> dict:
+    """Name an exception and the student's line that raised it."""
+    info = {"type": type(exc).__name__[:100], "message": _safe_str(exc), "line": None, "code": None, "function": None}
+    if isinstance(exc, SyntaxError) and exc.filename == path:
+        info.update(line=exc.lineno, code=(exc.text or "").strip()[:300], message=str(exc.msg)[:600])
+        return info
+    try:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    except BaseException:  # noqa: B036
+        frames = []
+    if frames:
+        info.update(line=frames[-1].lineno, code=(frames[-1].line or "").strip()[:300], function=frames[-1].name)
+    info["memory"] = isinstance(exc, MemoryError) or "can't allocate memory" in info["message"]
+    return info
+
+
+class ChildServer:
+    """The loop inside a child: load the exercise file, call a function, send the result."""
+
+    def __init__(self, req_r: int, rep_w: int, protections: jail.Protections):
+        self.req_r, self.rep_w = req_r, rep_w
+        self.protections = protections
+        self.path, self.text = "", ""
+        self.namespace: dict = {}
+
+    def serve(self):
+        handlers = {"load": self.load, "call": self.call, "train": self.train}
+        while True:
+            request = self._receive()
+            if request is None:
+                os._exit(0)
+            header, blob = handlers[request["op"]](request)
+            self.send(header, blob)
+
+    def _receive(self):
+        prefix = self._read_exact(wire.PREFIX_SIZE)
+        if prefix is None:
+            return None
+        nhead, nblob = wire.read_lengths(prefix)
+        head, blob = self._read_exact(nhead), self._read_exact(nblob)
+        if head is None or blob is None:
+            return None
+        request = wire.decode_header(head)
+        if "args" in request:
+            dec = wire.Decoder(blob)
+            request["args"] = {k: _plain(dec.value(v)) for k, v in request["args"].items()}
+        return request
+
+    def _read_exact(self, size):
+        chunks, got = [], 0
+        while got < size:
+            chunk = os.read(self.req_r, size - got)
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def send(self, header, blob=b""):
+        try:
+            frame = wire.pack(header, blob)
+        except (TypeError, ValueError):
+            frame = wire.pack({"ok": False, "error": {"type": "GraderError", "message": "unencodable reply"}})
+        view = memoryview(frame)
+        while view:
+            view = view[os.write(self.rep_w, view) :]
+
+    def load(self, request) -> tuple[dict, bytes]:
+        """Execute the exercise file afresh and report its functions' parameter names."""
+        if "text" in request:
+            self.path, self.text = request["path"], request["text"]
+            linecache.cache[self.path] = (len(self.text), None, self.text.splitlines(True), self.path)
+        self.namespace = {}
+        namespace = {"__name__": "submission", "__file__": self.path, "__builtins__": _student_builtins()}
+        try:
+            code = compile(self.text, self.path, "exec")
+            with torch.no_grad():
+                _IN_STUDENT[0] = True
+                try:
+                    exec(code, namespace)
+                finally:
+                    _IN_STUDENT[0] = False
+        except BaseException as exc:  # noqa: B036 - a student's module may raise anything, SystemExit included
+            return {"ok": False, "error": describe_exception(exc, self.path)}, b""
+        self.namespace = namespace
+        functions = {}
+        for name, obj in list(namespace.items()):
+            if callable(obj) and not name.startswith("_") and len(functions) < wire.MAX_ITEMS:
+                functions[name[:200]] = _signature(obj)
+        return {"ok": True, "functions": functions}, b""
+
+    def call(self, request) -> tuple[dict, bytes]:
+        """Call one student function with the inputs the parent sent; report its result and the inputs after."""
+        if request.get("reload"):  # re-execute the file, so no module state survives from the previous call
+            loaded, _ = self.load({})
+            if not loaded["ok"]:
+                return loaded, b""
+        fn = self.namespace.get(request["function"])
+        args = request["args"]
+        enc = wire.Encoder()
+        del _AUTOGRAD_CALLS[:]
+        header: dict = {"ok": True}
+        try:
+            with torch.no_grad():
+                _IN_STUDENT[0] = True
+                try:
+                    value = fn(**args)
+                finally:
+                    _IN_STUDENT[0] = False
+                if _is_grad_enabled():
+                    _AUTOGRAD_CALLS.append("torch.set_grad_enabled(True)")
+            header["value"] = enc.value(value)
+        except BaseException as exc:  # noqa: B036 - SystemExit and friends are student failures too
+            header = {"ok": False, "error": describe_exception(exc, self.path)}
+        header["after"] = {k: enc.value(v) for k, v in args.items() if isinstance(v, torch.Tensor)}
+        header["autograd"] = sorted(set(_AUTOGRAD_CALLS))[:16]
+        return header, enc.blob()
+
+    def train(self, request) -> tuple[dict, bytes]:
+        """Run `grade ex4 --full`'s SGD loop on the student's backward; the parent evaluates the result."""
+        from grader import corpus as corpus_mod
+        from grader import training
+
+        fn = self.namespace.get("backward")
+
+        @functools.wraps(fn)
+        def student_backward(**kwargs):
+            _IN_STUDENT[0] = True
+            try:
+                return fn(**kwargs)
+            finally:
+                _IN_STUDENT[0] = False
+
+        every = max(1, request["steps"] // 100)
+
+        def progress(step, loss):
+            self.send({"progress": step, "loss": loss})
+
+        enc = wire.Encoder()
+        try:
+            corpus = corpus_mod.load(request.get("data"))
+            params, losses, diverged_at, seconds = training.sgd(
+                student_backward, corpus, request["steps"], progress=progress, progress_every=every
+            )
+        except BaseException as exc:  # noqa: B036 - the student's code runs inside this loop
+            error = describe_exception(exc, self.path)
+            return {"ok": False, "error": error, "autograd": sorted(set(_AUTOGRAD_CALLS))[:16]}, b""
+        header = {
+            "ok": True,
+            "params": {k: enc.value(v) for k, v in params.items()},
+            "losses": enc.value(torch.tensor(losses, dtype=torch.float32)),
+            "diverged_at": diverged_at,
+            "seconds": seconds,
+        }
+        return header, enc.blob()
+
+
+def _plain(value):
+    return value.tensor if isinstance(value, wire.Returned) else value
+
+
+def _signature(fn) -> dict:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return {"params": [], "error": "its signature cannot be read"}
+    params, error = [], None
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            error = f"*{p.name}/**{p.name} cannot be bound: name each input you need as a parameter"
+        else:
+            params.append({"name": p.name[:200], "default": p.default is not p.empty})
+    return {"params": params[: wire.MAX_ITEMS], "error": error}
+
+
+def child_main(req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bool, jail_path: str | None):
+    """Become a sandbox: close everything inherited, scrub the answers, enter the jail, then serve requests."""
+    gc.freeze()  # the inherited heap is never collected here: a full collection would walk all of torch
+    os.setsid()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    for fd in os.listdir("/proc/self/fd"):
+        if int(fd) not in {0, 1, 2, req_r, rep_w}:
+            try:
+                os.close(int(fd))
+            except OSError:
+                pass
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # the parent's may wrap another fd (pytest's capture)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    scrub_secrets()
+    torch.set_num_threads(1)
+    warm_up()
+    protections = jail.enter(jail_path or jail.jail().path, uid, limits, pid_ns)
+    install_autograd_tripwires()
+    ChildServer(req_r, rep_w, protections).serve()

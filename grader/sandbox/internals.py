@@ -1,0 +1,78 @@
+"""Flag a submission's reach into interpreter or torch internals, read from its source in the trusted parent.
+
+Tripwires inside a child can be switched off by code running in that child; this scan cannot, because it runs
+before any student code and in the grader's own process. It does not change a grade: it is a flag for the
+instructor (summary.json, the report), since no honest gradient needs `torch._C`, `sys.modules`, `gc`, frames,
+`__subclasses__` or computed attribute names. It is not a trap: traps are recognised from returned values.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+# Names that reach outside the exercise: reflection, the import machinery, the interpreter, the OS.
+REFLECTIVE_CALLS = frozenset(
+    "getattr setattr delattr vars globals locals eval exec compile __import__ memoryview breakpoint".split()
+)
+RISKY_ATTRIBUTES = frozenset(
+    "sys modules os ctypes gc builtins subprocess f_back f_globals f_locals f_code gi_frame cr_frame tb_frame "
+    "tb_next get_objects get_referrers get_referents attrgetter methodcaller mro ctypeslib".split()
+)
+RISKY_NAMES = frozenset("__builtins__ __loader__ __spec__".split())
+RISKY_MODULES = frozenset("sys os gc ctypes inspect importlib types builtins subprocess signal socket".split())
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One reach into internals: where, what, and the line."""
+
+    exercise: str
+    line: int
+    what: str
+    code: str
+
+    def to_dict(self) -> dict:
+        return {"exercise": self.exercise, "line": self.line, "what": self.what, "code": self.code}
+
+
+def scan(exercise: str, text: str, limit: int = 20) -> list[Flag]:
+    """Return the places where a source file reaches into private or interpreter internals."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []  # a file that does not parse fails on its own, in the sandbox
+    lines = text.splitlines()
+    flags: list[Flag] = []
+    for node in ast.walk(tree):
+        what = _what(node)
+        if what:
+            line = getattr(node, "lineno", 0)
+            code = lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
+            flags.append(Flag(exercise, line, what, code))
+    flags.sort(key=lambda f: (f.line, f.what))
+    return flags[:limit]
+
+
+def _what(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute):
+        if node.attr.startswith("_"):
+            return f"private attribute .{node.attr}"
+        if node.attr in RISKY_ATTRIBUTES:
+            return f"interpreter internals .{node.attr}"
+    elif isinstance(node, ast.Name):
+        if node.id in REFLECTIVE_CALLS:
+            return f"reflection {node.id}()"
+        if node.id in RISKY_NAMES:
+            return f"interpreter internals {node.id}"
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        names = [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+        private = [n for n in names if any(part.startswith("_") and part != "__future__" for part in n.split("."))]
+        if private:
+            return f"private module {private[0]}"
+        risky = [n for n in names if n.split(".")[0] in RISKY_MODULES]
+        if risky:
+            return f"interpreter module {risky[0]}"
+    return None

@@ -1,0 +1,284 @@
+"""The walls around one sandbox child: namespaces, an empty root, its own uid, rlimits and no environment.
+
+Each wall stops something different (see README, "The sandbox"):
+- its own PID namespace: the child sees and can signal no process but itself (kill(-1, ...) hits nothing);
+- its own IPC namespace with every SysV limit at 0: no shared memory that outlives it or escapes its rlimits;
+- its own network namespace: no network, not even loopback;
+- chroot into an empty, root-owned directory: no files to read or write;
+- a uid of its own per concurrent slot: a second wall between neighbours; NPROC 0: no new processes;
+- rlimits on address space, CPU seconds, file size (its output) and core dumps; no environment variables;
+- the parent-death signal, set after the uid switch: it dies with the grader.
+Where the kernel or the platform refuses one of them, `Protections` says which, and the others still apply.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import resource
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+SANDBOX_UID_BASE = 2_100_000_000  # uid of slot k is SANDBOX_UID_BASE + k: far above any real account
+IPC_LIMITS = ("shmmax", "shmall", "shmmni", "msgmni")
+
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True) if sys.platform == "linux" else None
+
+
+@dataclass(frozen=True)
+class Protections:
+    """Which walls a sandbox child gets on this machine."""
+
+    pid_ns: bool = False
+    ipc_ns: bool = False
+    net_ns: bool = False
+    user_ns: bool = False
+    chroot: bool = False
+    own_uid: bool = False
+    rlimits: bool = False
+    backend: str = "fork"
+
+    def missing(self) -> list[str]:
+        """Return the walls this machine does not give, in words."""
+        names = {
+            "pid_ns": "own PID namespace (a submission could signal other processes of the same user)",
+            "ipc_ns": "own IPC namespace (SysV shared memory)",
+            "net_ns": "own network namespace (network access)",
+            "chroot": "empty file system (files the grading user can read)",
+            "own_uid": "own uid per sandbox",
+            "rlimits": "memory, CPU and output limits",
+        }
+        return [text for key, text in names.items() if not getattr(self, key)]
+
+    def to_dict(self) -> dict:
+        """Return the protections for summary.json."""
+        return {"backend": self.backend, "missing": self.missing()}
+
+
+def sandbox_uid(slot: int) -> int:
+    """Return the uid of a concurrent sandbox slot."""
+    return SANDBOX_UID_BASE + slot
+
+
+class Jail:
+    """An empty, root-owned directory that children chroot into, removed when its creator exits."""
+
+    def __init__(self):
+        self.path = tempfile.mkdtemp(prefix="grader-jail-")
+        os.chmod(self.path, 0o555)
+        self.owner = os.getpid()
+        atexit.register(self.close)
+
+    def close(self):
+        if os.getpid() != self.owner:
+            return
+        try:
+            os.chmod(self.path, 0o700)
+            os.rmdir(self.path)
+        except OSError:
+            pass
+
+
+_JAIL: Jail | None = None
+_HELD = [0]
+
+
+def jail() -> Jail:
+    """Return this process's jail directory, creating it once."""
+    global _JAIL
+    if _JAIL is None or not os.path.isdir(_JAIL.path):
+        _JAIL = Jail()
+    return _JAIL
+
+
+@contextlib.contextmanager
+def held():
+    """Keep the jail directory for the duration of a grading run, and remove it when the outermost run ends."""
+    _HELD[0] += 1
+    try:
+        yield jail()
+    finally:
+        _HELD[0] -= 1
+        if _HELD[0] == 0 and _JAIL is not None:
+            _JAIL.close()
+
+
+def is_root() -> bool:
+    return hasattr(os, "getuid") and os.getuid() == 0
+
+
+def _unshare(flags: int) -> bool:
+    return _LIBC is not None and _LIBC.unshare(flags) == 0
+
+
+class PidNamespaceForker:
+    """Fork a child that is PID 1 of a new PID namespace while staying this process's own child (root only).
+
+    unshare(CLONE_NEWPID) moves only future children; setns back to our own namespace afterwards lets the next
+    sandbox get a new one again. Without privileges this returns None and the caller falls back.
+    """
+
+    def __init__(self):
+        self.own = None
+        if _LIBC is not None and is_root():
+            try:
+                self.own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                self.own = None
+
+    def fork(self) -> tuple[int, bool]:
+        """Fork; return (pid, whether the child got its own PID namespace)."""
+        if self.own is None or not _unshare(CLONE_NEWPID):
+            return os.fork(), False
+        try:
+            pid = os.fork()
+        finally:
+            if os.getpid() != 1:  # the parent, and any child that is not in the new namespace
+                _LIBC.setns(self.own, CLONE_NEWPID)
+        return pid, True
+
+
+_FORKER: dict[int, PidNamespaceForker] = {}
+
+
+def fork_child() -> tuple[int, bool]:
+    """Fork a sandbox child, in its own PID namespace where this process may make one; return (pid, pid_ns).
+
+    As root the child is our own child and PID 1 of its namespace. Otherwise a helper process enters a new user
+    and PID namespace and forks the child inside them; the helper waits for the child and dies the way it died,
+    so the pid returned is the helper's, and killing it takes the child along (parent-death signal).
+    """
+    if _LIBC is None:
+        return os.fork(), False
+    if is_root():
+        forker = _FORKER.setdefault(os.getpid(), PidNamespaceForker())
+        if forker.own is not None:
+            return forker.fork()
+    return _fork_through_helper()
+
+
+def _fork_through_helper() -> tuple[int, bool]:
+    r, w = os.pipe()
+    helper = os.fork()
+    if helper:
+        os.close(w)
+        ok = os.read(r, 1) == b"1"
+        os.close(r)
+        return helper, ok
+    os.close(r)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    uid, gid = os.getuid(), os.getgid()
+    ok = _unshare(CLONE_NEWUSER | CLONE_NEWPID)
+    if ok:
+        _write_proc("/proc/self/setgroups", "deny")
+        ok = _write_proc("/proc/self/uid_map", f"{uid} {uid} 1") and _write_proc("/proc/self/gid_map", f"{gid} {gid} 1")
+    child = os.fork()
+    if child == 0:
+        os.close(w)
+        return 0, ok
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.write(w, b"1" if ok else b"0")
+    os.close(w)
+    for fd in range(3, 1024):  # hold nothing of the child's: its pipes must close when it dies
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+
+
+def _write_proc(path: str, text: str) -> bool:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+        return True
+    except OSError:
+        return False
+
+
+def enter(jail_path: str, uid: int, limits, pid_ns: bool) -> Protections:
+    """Put the calling child behind every wall this machine allows; return which it got."""
+    root = is_root()
+    user_ns = False
+    if root:
+        ipc = net = _unshare(CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS)
+    else:  # inside the user namespace the helper made (fork_child), where that worked
+        user_ns = pid_ns
+        ipc = net = user_ns and _unshare(CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWNS)
+    if ipc:
+        ipc = all(_write_proc(f"/proc/sys/kernel/{name}", "0") for name in IPC_LIMITS)
+    rlimits = set_limits(limits)
+    chroot = False
+    try:
+        os.chroot(jail_path)
+        os.chdir("/")
+        chroot = True
+    except OSError:
+        pass
+    own_uid = False
+    if root:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            own_uid = os.getuid() == uid and os.geteuid() == uid
+        except OSError:
+            pass
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    except (ValueError, OSError):
+        pass
+    if _LIBC is not None:  # after the uid switch, which clears the parent-death signal
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        _LIBC.prctl(PR_SET_DUMPABLE, 0)
+        _LIBC.clearenv()
+    os.environ.clear()
+    return Protections(pid_ns, ipc, net, user_ns, chroot, own_uid, rlimits, "fork")
+
+
+def set_limits(limits) -> bool:
+    """Take rlimits: address space above the current size, CPU, output size, no core files."""
+    try:
+        with open("/proc/self/statm") as f:
+            vm_bytes = int(f.read().split()[0]) * resource.getpagesize()
+    except OSError:
+        vm_bytes = 0
+    ok = True
+    for which, value in (
+        ("RLIMIT_AS", vm_bytes + limits.memory_mb * 2**20 if vm_bytes else None),
+        ("RLIMIT_CPU", limits.cpu_seconds),
+        ("RLIMIT_FSIZE", limits.output_bytes),
+        ("RLIMIT_CORE", 0),
+        ("RLIMIT_MEMLOCK", 0),
+        ("RLIMIT_MSGQUEUE", 0),
+    ):
+        if value is None or not hasattr(resource, which):
+            ok = ok and which not in ("RLIMIT_AS", "RLIMIT_CPU")
+            continue
+        hard = value + 5 if which == "RLIMIT_CPU" else value
+        try:
+            resource.setrlimit(getattr(resource, which), (value, hard))
+        except (ValueError, OSError):
+            ok = ok and which not in ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE")
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-long print raises instead of killing
+    return ok
+
+
+def become_subreaper():
+    """Adopt orphaned descendants, so a sandbox whose helper exits stays this process's to reap."""
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1)

@@ -1,0 +1,374 @@
+"""The parent's side of a sandbox: start a child, send it one request at a time, read back a checked reply.
+
+Two backends start the child. `fork` (Linux): a fork of this warm process (torch imported), put behind every
+wall in jail.py. `spawn` (any platform, or GRADER_SANDBOX=spawn): a fresh interpreter with a deadline, rlimits
+where the platform has them, and no answers in its memory at all. Either way the parent waits with a deadline,
+reads a bounded frame, and kills the child when it hangs, floods or breaks the protocol.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from grader import wire
+from grader.sandbox import jail
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-child resource limits."""
+
+    timeout: float = 10.0  # wall seconds per request
+    memory_mb: int = 2048  # address space a child may add on top of the warm parent
+    output_bytes: int = 4 << 20  # stdout + stderr a child may write
+    cpu_seconds: int = 600  # CPU seconds over the child's whole life
+
+
+@dataclass
+class Reply:
+    """What came back for one request: a decoded header, or why nothing did."""
+
+    header: dict = field(default_factory=dict)
+    blob: bytes = b""
+    failure: str | None = None  # "timeout" | "crash" | "protocol"
+    reason: str = ""
+    output: str = ""  # what the child printed while handling this request
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+MALFORMED = "the submission wrote a malformed reply"
+_SLOT = [None]  # the concurrent slot of this grading process (batch); None: derive one from the pid
+
+
+def set_slot(slot: int | None):
+    """Say which concurrent grading slot this process is, so its sandboxes get that slot's uid."""
+    _SLOT[0] = slot
+
+
+def current_uid() -> int:
+    """Return the uid this process's sandboxes run as (when it may switch uid at all)."""
+    slot = _SLOT[0] if _SLOT[0] is not None else 1000 + os.getpid() % 1_000_000
+    return jail.sandbox_uid(slot)
+
+
+def backend() -> str:
+    """Return the sandbox backend: fork on Linux, spawn elsewhere or when GRADER_SANDBOX=spawn."""
+    chosen = os.environ.get("GRADER_SANDBOX", "").strip().lower()
+    if chosen in ("fork", "spawn"):
+        return chosen if (chosen == "spawn" or sys.platform == "linux") else "spawn"
+    return "fork" if sys.platform == "linux" else "spawn"
+
+
+_PROBED: dict[str, jail.Protections] = {}
+_FIELDS = ("pid_ns", "ipc_ns", "net_ns", "user_ns", "chroot", "own_uid", "rlimits")
+
+
+def protections() -> jail.Protections:
+    """Return which walls this machine gives a sandbox, found once per process by a throwaway child."""
+    kind = backend()
+    if kind not in _PROBED:
+        if kind == "spawn":
+            _PROBED[kind] = jail.Protections(rlimits=os.name == "posix", backend="spawn")
+        else:
+            _PROBED[kind] = _probe()
+    return _PROBED[kind]
+
+
+def _probe() -> jail.Protections:
+    with jail.held() as where:
+        uid = current_uid()
+        pid, pid_ns = jail.fork_child()
+        if pid == 0:
+            code = 0
+            try:
+                got = jail.enter(where.path, uid, Limits(), pid_ns)
+                code = sum(1 << k for k, name in enumerate(_FIELDS) if getattr(got, name))
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    bits = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0
+    return jail.Protections(**{name: bool(bits >> k & 1) for k, name in enumerate(_FIELDS)}, backend="fork")
+
+
+class Worker:
+    """A sandboxed child holding one exercise file; ask it one request at a time."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.out = tempfile.TemporaryFile()
+        self.out_pos = 0
+        self.alive = True
+        self.backend = backend()
+        if self.backend == "fork":
+            self._start_fork()
+        else:
+            self._start_spawn()
+
+    # -- starting ------------------------------------------------------------------------------------------------
+
+    def _start_fork(self):
+        from grader.sandbox import child
+
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        jail_path, uid = jail.jail().path, current_uid()
+        pid, pid_ns = jail.fork_child()
+        if pid == 0:  # child: never returns
+            try:
+                os.close(req_w)
+                os.close(rep_r)
+                child.child_main(req_r, rep_w, self.out.fileno(), self.limits, uid, pid_ns, jail_path)
+            except BaseException:  # noqa: B036 - report, never fall back into the parent's code
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                os._exit(70)
+        os.close(req_r)
+        os.close(rep_w)
+        self.pid, self.proc = pid, None
+        self.req_w, self.rep_r = req_w, rep_r
+        os.set_blocking(req_w, False)
+
+    def _start_spawn(self):
+        env = {k: os.environ[k] for k in ("PATH", "SYSTEMROOT", "TEMP", "TMP") if k in os.environ}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "grader.sandbox.spawned", str(self.limits.memory_mb), str(self.limits.cpu_seconds)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.out,
+            env=env,
+            cwd=tempfile.gettempdir(),
+            start_new_session=sys.platform != "win32",
+        )
+        self.pid = self.proc.pid
+        self._frames: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
+
+    def _pump(self, stream):
+        """Read raw bytes from a spawned child into a queue (select does not work on Windows pipes)."""
+        while True:
+            try:
+                chunk = stream.read1(1 << 20)
+            except (OSError, ValueError):
+                chunk = b""
+            self._frames.put(chunk)
+            if not chunk:
+                return
+
+    # -- asking --------------------------------------------------------------------------------------------------
+
+    def ask(self, request: dict, blob: bytes = b"", timeout: float | None = None, on_progress=None) -> Reply:
+        """Send a request and wait for its reply, killing the child if it takes longer than the timeout.
+
+        Frames whose header has a "progress" key come before the reply; each goes to on_progress(header).
+        """
+        if not self.alive:
+            return Reply(failure="crash", reason="the sandbox process had already stopped")
+        timeout = self.limits.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        self._buffer = getattr(self, "_buffer", b"")
+        try:
+            self._write(wire.pack(request, blob), deadline)
+            while True:
+                nhead, nblob = wire.read_lengths(self._read(wire.PREFIX_SIZE, deadline))
+                header = wire.decode_header(self._read(nhead, deadline))
+                body = self._read(nblob, deadline) if nblob else b""
+                if "progress" not in header:
+                    break
+                wire.check(header, {"progress": int, "loss": wire.Opt(float)}, "progress")
+                if on_progress is not None:
+                    on_progress(header)
+        except TimeoutError:
+            self.kill()
+            return Reply(failure="timeout", reason=f"no answer within {timeout:g} s", output=self._output())
+        except EOFError:
+            return Reply(failure="crash", reason=self._death(), output=self._output())
+        except wire.WireError as exc:
+            self.kill()
+            return Reply(failure="protocol", reason=f"{MALFORMED} ({exc})", output=self._output())
+        return Reply(header, body, output=self._output())
+
+    def _write(self, data: bytes, deadline: float):
+        if self.proc is not None:
+            try:
+                self.proc.stdin.write(data)
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                raise EOFError from None
+            return
+        view = memoryview(data)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            _, writable, _ = select.select([], [self.req_w], [], left)
+            if writable:
+                try:
+                    view = view[os.write(self.req_w, view) :]
+                except BrokenPipeError:
+                    raise EOFError from None
+
+    def _read(self, size: int, deadline: float) -> bytes:
+        if self.proc is not None:
+            return self._read_spawned(size, deadline)
+        chunks, got = [], 0
+        while got < size:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            readable, _, _ = select.select([self.rep_r], [], [], left)
+            if readable:
+                chunk = os.read(self.rep_r, min(size - got, 1 << 20))
+                if not chunk:
+                    raise EOFError
+                chunks.append(chunk)
+                got += len(chunk)
+        return b"".join(chunks)
+
+    def _read_spawned(self, size: int, deadline: float) -> bytes:
+        while len(self._buffer) < size:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            try:
+                chunk = self._frames.get(timeout=left)
+            except queue.Empty:
+                raise TimeoutError from None
+            if not chunk:
+                raise EOFError
+            self._buffer += chunk
+        data, self._buffer = self._buffer[:size], self._buffer[size:]
+        return data
+
+    def _output(self, keep: int = 2000) -> str:
+        """Return the tail of what the child printed since the last request."""
+        try:
+            end = os.fstat(self.out.fileno()).st_size
+            start = max(self.out_pos, end - keep)
+            self.out_pos = end
+            self.out.seek(start)
+            return self.out.read(end - start).decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
+
+    # -- ending --------------------------------------------------------------------------------------------------
+
+    def _death(self) -> str:
+        """Reap a child that closed its pipe and say how it ended."""
+        for _ in range(200):
+            status = self._poll()
+            if status is not None:
+                self.alive = False
+                return status
+            time.sleep(0.005)
+        self.kill()
+        return "closed its connection to the grader"
+
+    def _poll(self) -> str | None:
+        if self.proc is not None:
+            code = self.proc.poll()
+            if code is None:
+                return None
+            if code < 0:
+                return describe_signal(-code)
+            return f"the process exited with code {code} (sys.exit or os._exit?)"
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        return describe_status(status) if pid else None
+
+    def kill(self):
+        """Kill the child (and its session) and reap it without blocking."""
+        if not self.alive:
+            return
+        self.alive = False
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            return
+        for target in (lambda: os.kill(self.pid, signal.SIGKILL), lambda: os.killpg(self.pid, signal.SIGKILL)):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError):
+                pass
+        _ZOMBIES.append(self.pid)  # reaped without blocking: tearing down a torch-sized process takes ms
+        reap()
+
+    def close(self):
+        """Stop the child and release its pipes and output file."""
+        if self.proc is None and self.alive:
+            try:  # a child between requests exits on its own when its request pipe closes
+                os.close(self.req_w)
+                self.req_w = -1
+            except OSError:
+                pass
+        self.kill()
+        if self.proc is None:
+            for fd in (self.req_w, self.rep_r):
+                if fd >= 0:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+        else:
+            for stream in (self.proc.stdin, self.proc.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self.out.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+_ZOMBIES: list[int] = []
+
+
+def reap(wait: bool = False):
+    """Reap killed children that have finished dying (all of them, when wait is true)."""
+    for pid in list(_ZOMBIES):
+        try:
+            done, _ = os.waitpid(pid, 0 if wait else os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _ZOMBIES.remove(pid)
+
+
+def describe_signal(sig: int) -> str:
+    """Describe death by a signal in words a student understands."""
+    name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}"
+    hint = {
+        "SIGSEGV": " (a segmentation fault)",
+        "SIGXCPU": " (CPU time limit)",
+        "SIGKILL": " (killed, often for memory)",
+        "SIGABRT": " (aborted)",
+    }.get(name, "")
+    return f"the process was killed by {name}{hint}"
+
+
+def describe_status(status: int) -> str:
+    """Describe a waitpid status in words a student understands."""
+    if os.WIFSIGNALED(status):
+        return describe_signal(os.WTERMSIG(status))
+    if os.WIFEXITED(status):
+        return f"the process exited with code {os.WEXITSTATUS(status)} (sys.exit or os._exit?)"
+    return f"the process stopped (status {status})"

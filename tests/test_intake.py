@@ -1,0 +1,249 @@
+"""Intake: every entry of a submissions folder is graded or listed as skipped, with a reason (issues #8, #9)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tarfile
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.batch import grade_batch
+from grader.cli import main
+from grader.intake import decode_source, discover, read_entry, read_submission
+from grader.intake import messages as msg
+from grader.intake.files import MAX_SOURCE_BYTES, Unreadable, read_regular
+from grader.intake.gather import exercise_of
+from grader.reports import EMPTY_CLASS
+from grader.reports.tables import CANVAS_COLUMNS, GRADEBOOK_COLUMNS
+from grader.sandbox import Limits
+from tests import shapes
+from tests.conftest import REFERENCE
+
+LIMITS = Limits(timeout=2.0, memory_mb=1024)
+
+
+@pytest.fixture(scope="module")
+def shaped(tmp_path_factory):
+    """Grade the class of every shape twice, with --jobs 1 and --jobs 2."""
+    root = tmp_path_factory.mktemp("shapes") / "class"
+    scores, skipped = shapes.build(root)
+    outs = []
+    for jobs in (1, 2):
+        out = tmp_path_factory.mktemp(f"out{jobs}")
+        summary = grade_batch(root, out, jobs=jobs, limits=LIMITS, progress=False)
+        outs.append((out, summary))
+    return root, scores, skipped, outs
+
+
+def _students(out: Path) -> dict[str, dict]:
+    return {f.name[: -len(".json")]: json.loads(f.read_text()) for f in (out / "students").glob("*.json")}
+
+
+def test_every_student_gets_the_score_their_code_deserves(shaped):
+    _, scores, _, [(out, summary), _] = shaped
+    got = {s: r["score"] for s, r in _students(out).items()}
+    assert got == scores
+    assert summary["students"] == len(scores)
+
+
+def test_every_other_entry_is_listed_as_skipped_with_its_reason(shaped):
+    root, scores, skipped, [(_, summary), _] = shaped
+    listed = {s["name"]: s["reason"] for s in summary["skipped"]}
+    assert set(listed) == set(skipped)
+    for name, reason in skipped.items():
+        assert reason in listed[name], name
+    entries = set(os.listdir(root))
+    graded_from = {e.path.name for e in discover(root)[0]} | {p.name for e in discover(root)[0] for p in e.paths}
+    assert entries <= graded_from | set(listed), "every entry is graded or skipped"
+
+
+def test_jobs_1_and_2_write_the_same_bytes(shaped):
+    *_, [(out1, _), (out2, _)] = shaped
+    files1 = sorted(p.relative_to(out1) for p in out1.rglob("*") if p.is_file())
+    files2 = sorted(p.relative_to(out2) for p in out2.rglob("*") if p.is_file())
+    assert files1 == files2
+    assert {"gradebook.csv", "canvas.csv", "summary.json", "report.html"} <= {str(f) for f in files1}
+    for f in files1:
+        assert (out1 / f).read_bytes() == (out2 / f).read_bytes(), f
+
+
+def test_the_result_says_which_file_was_graded_and_why(shaped):
+    *_, [(out, _), _] = shaped
+    st = _students(out)
+    assert st["vera"]["graded_files"] == {"ex1": "Ex1.py", "ex2": "backprop_ex2.py", "ex3": "ex3 (1).py", "ex4": "ex4.py"}
+    assert st["wes"]["graded_files"]["ex1"] == "ex1.py"
+    assert msg.STUB_IGNORED.format(exercise="ex1", labels="exercises/ex1.py") in st["wes"]["notes"]
+    assert st["wren"]["graded_files"]["ex1"] == "exercises/ex1.py"
+    assert "ambiguous" in st["amb"]["intake_flags"]
+    assert any(n.startswith("ex1: AMBIGUOUS") and "not graded: ex1 (1).py" in n for n in st["amb"]["notes"])
+    assert st["stubby"]["intake_flags"] == ["stub"]
+    assert st["20240002"]["graded_files"]["ex1"] == "upload.zip/work/ex1.py"
+    assert st["tara"]["graded_files"]["ex4"] == "tara.tar.gz/tara/ex4.py"
+    assert msg.CANVAS_LATE in st["dana"]["notes"]
+    assert any(n.startswith("not graded: alice.zip") for n in st["alice"]["notes"])
+
+
+def test_unreadable_and_hostile_files_are_noted_never_read(shaped):
+    *_, [(out, _), _] = shaped
+    st = _students(out)
+    notes = st["hostile"]["notes"]
+    assert msg.SKIPPED_SPECIAL.format(name="ex1.py") in notes  # the FIFO: never opened, so no hang
+    assert msg.SKIPPED_LINK.format(name="ex2.py") in notes  # -> /dev/zero
+    assert msg.SKIPPED_DIR.format(name="ex3.py") in notes
+    assert msg.SKIPPED_LINK.format(name="ex3.py/ex3.py") in notes  # -> reference/ex3.py: not graded as theirs
+    assert st["hostile"]["graded_files"] == {"ex4": "ex4.py"}
+    zipper = st["zipper"]["notes"]
+    assert msg.SKIPPED_UNSAFE.format(name="zipper.zip/../ex1.py") in zipper
+    assert msg.SKIPPED_LINK.format(name="zipper.zip/ex4.py") in zipper
+    ex3 = [i for i in st["zipper"]["items"] if i["exercise"] == "ex3"]
+    assert all(i["status"] == "error" and "larger than 1 MiB" in i["message"] for i in ex3)
+    assert msg.SKIPPED_LINK.format(name="tarry.tar.gz/ex1.py") in st["tarry"]["notes"]
+    assert msg.SKIPPED_LINK.format(name="tarry.tar.gz/ex4.py") in st["tarry"]["notes"]  # a hardlink
+    bad = [i for i in st["badenc"]["items"] if i["exercise"] == "ex2"]
+    assert all(i["status"] == "error" and "not valid Python source text" in i["message"] for i in bad)
+
+
+def test_identity_columns_and_canvas_export(shaped):
+    *_, [(out, _), _] = shaped
+    rows = list(csv.reader((out / "gradebook.csv").open()))
+    assert tuple(rows[0]) == GRADEBOOK_COLUMNS
+    by = {r[0]: dict(zip(GRADEBOOK_COLUMNS, r, strict=True)) for r in rows[1:]}
+    assert by["20240001"]["name"] == "Grace Hopper" and by["20240001"]["email"] == "grace@example.edu"
+    assert by["carlos"]["canvas_id"] == "1001"
+    assert "'=2+5" in by and "=2+5" not in by  # escaped: a spreadsheet shows it, never runs it
+    canvas = list(csv.reader((out / "canvas.csv").open()))
+    assert tuple(canvas[0][:5]) == CANVAS_COLUMNS and canvas[1][0] == "Points Possible" and canvas[1][5] == "42"
+    rows = {r[0]: r for r in canvas[2:]}
+    assert rows["carlos"][1:4] == ["1001", "", "carlos"] and rows["carlos"][5] == "42"
+    assert rows["Alan Turing"][2] == "20240002"
+    assert not any(cell.startswith(("=", "+", "@")) for r in canvas for cell in r)
+
+
+def test_stale_student_files_are_removed_and_listed(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    shapes._all(subs / "ann")
+    shapes._all(subs / "bo")
+    grade_batch(subs, out, jobs=1, limits=LIMITS, progress=False, similarity=False)
+    (subs / "bo" / "ex1.py").unlink()
+    for f in (subs / "bo").iterdir():
+        f.unlink()
+    (subs / "bo").rmdir()
+    summary = grade_batch(subs, out, jobs=1, limits=LIMITS, progress=False, similarity=False, resume=True)
+    assert summary["stale_removed"] == ["bo"]
+    assert not (out / "students" / "bo.json").exists()
+    assert [r[0] for r in csv.reader((out / "gradebook.csv").open())] == ["student", "ann"]
+
+
+def test_an_empty_class_is_an_error_exit(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "readme.txt").write_text("nothing here")
+    res = CliRunner().invoke(main, ["batch", str(subs), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 1
+    assert EMPTY_CLASS.format(folder=subs) in res.output
+    assert "readme.txt" in res.output and msg.NOT_A_SUBMISSION in res.output
+
+
+# -- units -------------------------------------------------------------------------------------------------------
+
+
+def test_source_is_decoded_as_python_does():
+    text = REFERENCE.joinpath("ex2.py").read_text()
+    assert decode_source(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode()) == text
+    assert decode_source("# coding: latin-1\nx = 'caf\xe9'\n".encode("latin-1")) == "# coding: latin-1\nx = 'caf\xe9'\n"
+    with pytest.raises(SyntaxError):
+        decode_source(b"\xef\xbb\xbf# coding: latin-1\n")
+    with pytest.raises(SyntaxError):  # as python: an undecodable first line is a bad encoding declaration
+        decode_source(b"x = '\xff'\n")
+    with pytest.raises(UnicodeDecodeError):
+        decode_source(b"x = 1\ny = 2\nz = '\xff'\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "exercise"),
+    [
+        ("ex1.py", "ex1"),
+        ("Ex1.py", "ex1"),
+        ("EX4.PY", "ex4"),
+        ("backprop_ex2.py", "ex2"),
+        ("ex3 (1).py", "ex3"),
+        ("ex3-1.py", "ex3"),
+        ("exercise_4.py", "ex4"),
+        ("ex12.py", None),
+        ("index1.py", None),
+        ("ex1_ex2.py", None),
+        ("ex1.ipynb", None),
+        ("._ex1.py", None),
+    ],
+)
+def test_exercise_file_names(name, exercise):
+    assert exercise_of(name) == exercise
+
+
+def test_a_fifo_is_never_opened_for_reading(tmp_path):
+    fifo = tmp_path / "ex1.py"
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def attempt():
+        with pytest.raises(Unreadable):
+            read_regular(fifo, MAX_SOURCE_BYTES)
+        done.set()
+
+    t = threading.Thread(target=attempt, daemon=True)
+    t.start()
+    t.join(5)
+    assert done.is_set(), "reading a FIFO blocked"
+
+
+def test_a_zip_that_lies_about_its_size_is_capped(tmp_path):
+    big = b"#" * (MAX_SOURCE_BYTES + 10)
+    path = tmp_path / "liar.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("ex1.py", big)
+    raw = bytearray(path.read_bytes())
+    # rewrite the declared uncompressed size (local header and central directory) to 10 bytes
+    for sig, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
+        at = raw.index(sig)
+        raw[at + offset : at + offset + 4] = (10).to_bytes(4, "little")
+    path.write_bytes(bytes(raw))
+    sub = read_submission(path)
+    assert "ex1" not in sub.sources
+    assert "ex1" in sub.problems
+
+
+def test_a_tar_bomb_stops_at_the_budget(tmp_path):
+    path = tmp_path / "bomb.tar.gz"
+    with tarfile.open(path, "w:gz") as tf:
+        for k in range(3):
+            info = tarfile.TarInfo(f"blob{k}.bin")
+            info.size = 40 << 20
+            tf.addfile(info, io.BytesIO(b"\0" * info.size))
+        info = tarfile.TarInfo("ex2.py")
+        data = REFERENCE.joinpath("ex2.py").read_bytes()
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    sub = read_submission(path)
+    assert any("stopped reading" in n for n in sub.notes)
+    assert "ex2" not in sub.sources
+
+
+def test_a_notebook_entry_goes_through_the_notebook_reader(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(REFERENCE.joinpath("ex2.py").read_text())]
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nbformat.write(nb, subs / "nina.ipynb")
+    entries, skipped = discover(subs)
+    assert [e.student for e in entries] == ["nina"] and not skipped
+    sub = read_entry(entries[0])
+    assert sub.to_dict()["graded_files"] == {"ex2": "nina.ipynb cell 1"}
+    assert msg.NOTEBOOK_USED.format(exercise="ex2", label="nina.ipynb cell 1") in sub.notes

@@ -1,0 +1,137 @@
+"""The sandbox's walls: one bad function costs one item, a killed grader leaves nothing, a dead worker is retried."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import pool
+from grader.runner import grade
+from grader.sandbox import MALFORMED, Limits, jail
+from grader.sandbox.internals import scan
+from tests.conftest import CORPUS, REFERENCE, with_snippet
+
+LIMITS = Limits(timeout=2.0, memory_mb=512)
+FIRST, MIDDLE, LAST = "dlogprobs", "dh", "dC"
+SIGNATURES = {FIRST: "logprobs", MIDDLE: "dlogits, W2", LAST: "C, Xb, demb"}
+BODIES = {
+    "loop": "    while True:\n        pass\n",
+    "crash": "    import torch\n    torch.os.kill(torch.os.getpid(), 11)\n",
+    "memory": "    import torch\n    return torch.ones(2**31)\n",
+}
+STATUS = {"loop": "timeout", "crash": "error", "memory": "error"}
+
+
+@pytest.mark.parametrize("where", [FIRST, MIDDLE, LAST])
+@pytest.mark.parametrize("how", sorted(BODIES))
+def test_a_bad_function_costs_exactly_its_own_item(tmp_path, where, how):
+    sub = with_snippet(tmp_path, "ex1", f"def {where}({SIGNATURES[where]}):\n{BODIES[how]}")
+    result = grade(sub, ("ex1",), limits=LIMITS)
+    bad = [i for i in result.items if i.status != "passed"]
+    assert [i.name for i in bad] == [where], [(i.name, i.status, i.message) for i in bad]
+    assert bad[0].status == STATUS[how], bad[0].message
+    if how == "loop":
+        assert "within 2 s" in bad[0].message  # the limit the user set, not a multiple of it
+
+
+def test_the_hidden_geometry_gets_its_own_deadline(tmp_path):
+    hang_on_second = "def dlogprobs(logprobs, Yb, n):\n    import torch\n    while n != 32:\n        pass\n"
+    hang_on_second += "    d = torch.zeros_like(logprobs)\n    d[range(n), Yb] = -1.0 / n\n    return d\n"
+    result = grade(with_snippet(tmp_path, "ex1", hang_on_second), ("ex1",), only=["dlogprobs"], limits=LIMITS)
+    (item,) = result.items
+    assert item.status == "failed" and "hardcoded-size" in item.traps and "timed out" in item.message
+
+
+def test_malformed_replies_are_that_items_error_never_the_graders(tmp_path):
+    forged = (Path(__file__).parent / "hostile" / "forged_wrong_types.py").read_text()
+    result = grade(with_snippet(tmp_path, "ex1", forged), ("ex1",), limits=LIMITS)
+    bad = [i for i in result.items if i.status != "passed"]
+    assert [i.name for i in bad] == ["dprobs"] and MALFORMED in bad[0].message
+
+
+def _pids_with_uid(uid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            line = next((ln for ln in status.splitlines() if ln.startswith("Uid:")), "")
+            if line.split()[1:2] == [str(uid)]:
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.skipif(not (sys.platform == "linux" and jail.is_root()), reason="the uid switch needs root")
+def test_a_killed_grader_leaves_no_sandbox_running(tmp_path):
+    sub = with_snippet(tmp_path / "sub", "ex1", f"def {FIRST}(logprobs):\n{BODIES['loop']}")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader", "ex1", "--submission", str(sub), "--timeout", "60", "--only", FIRST],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    uid = jail.sandbox_uid(1000 + proc.pid % 1_000_000)
+    deadline = time.monotonic() + 30
+    while not _pids_with_uid(uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _pids_with_uid(uid), "the sandbox never started"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while _pids_with_uid(uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _pids_with_uid(uid), "a sandbox outlived the grader that started it"
+
+
+def test_a_grading_process_that_dies_is_retried_once_then_recorded():
+    marker = Path(os.environ.get("TMPDIR", "/tmp")) / f"grader-pool-test-{os.getpid()}"
+    marker.unlink(missing_ok=True)
+
+    def grade_one(task):
+        if task == "always":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if task == "once" and not marker.exists():
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        if task == "hang":
+            time.sleep(60)
+        return {"task": task}
+
+    try:
+        results = {
+            t: (r, why) for t, r, why in pool.run(["ok", "once", "always", "hang"], grade_one, jobs=2, deadline=3)
+        }
+    finally:
+        marker.unlink(missing_ok=True)
+    assert results["ok"] == ({"task": "ok"}, "")
+    assert results["once"] == ({"task": "once"}, "")
+    assert results["always"][0] is None and "SIGKILL" in results["always"][1]
+    assert results["hang"][0] is None and "longer than 3 s" in results["hang"][1]
+
+
+def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_not():
+    for path in sorted(CORPUS.rglob("*.py")) + sorted(REFERENCE.glob("*.py")):
+        assert scan("ex", path.read_text()) == [], path
+    flags = scan("ex3", "import torch\ndef f(x):\n    torch._C._set_grad_enabled(True)\n    g = torch.sys.modules\n")
+    assert [(f.line, f.what) for f in flags][:2] == [
+        (3, "private attribute ._C"),
+        (3, "private attribute ._set_grad_enabled"),
+    ]
+    assert any(f.what == "interpreter internals .modules" for f in flags)
+    assert scan("ex1", "x = getattr(torch, name)")[0].what == "reflection getattr()"
+
+
+def test_the_fallback_sandbox_grades_without_fork(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADER_SANDBOX", "spawn")
+    sub = with_snippet(tmp_path, "ex1", "def dh(dlogits, W2):\n    return dlogits @ W2\n")
+    result = grade(sub, ("ex1",), only=["dlogprobs", "dh"], limits=Limits(timeout=30))
+    by = {i.name: i for i in result.items}
+    assert by["dlogprobs"].status == "passed"
+    assert by["dh"].status in ("failed", "error") and by["dh"].status != "passed"

@@ -1,0 +1,208 @@
+"""Notebooks as submissions: the lecture's cells, converted to the exercise functions and graded."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from grader.batch import grade_batch
+from grader.cli import main
+from grader.notebook import history_sources, notebook_sources
+from grader.notebook import messages as msg
+from grader.notebook.student import write_student_notebook
+from grader.runner import grade
+from grader.sandbox import Limits
+from grader.sources import Submission
+from tests.conftest import REFERENCE
+from tests.notebooks import lecture
+
+EX1_CELL = "cell 11"  # where lecture_cells() puts the Ex1 cell (markdown counts: cells are numbered as on screen)
+
+
+def _graded(tmp_path: Path, cells, exercises=("ex1", "ex2", "ex3", "ex4"), only=None, name="hw.ipynb"):
+    path = lecture.write(tmp_path / name, cells)
+    sources, notes = notebook_sources(path)
+    result = grade(Submission(path.stem, sources, notes), exercises, only=only)
+    return {i.id: i for i in result.items}, sources, notes
+
+
+def _ex1_cell(cells) -> int:
+    return next(k for k, (_, text) in enumerate(cells) if text.startswith("# Exercise 1"))
+
+
+@pytest.fixture(scope="module")
+def lecture_result(tmp_path_factory):
+    return _graded(tmp_path_factory.mktemp("lecture"), lecture.lecture_cells())
+
+
+def test_lecture_notebook_is_graded_as_the_lecture_deserves(lecture_result):
+    items, _, _ = lecture_result
+    assert len(items) == 36
+    failed = {i: item for i, item in items.items() if item.status != "passed"}
+    assert list(failed) == ["ex1.dbnmeani"], {i: (x.status, x.message) for i, x in failed.items()}
+    assert failed["ex1.dbnmeani"].status == "failed"
+    assert failed["ex1.dbnmeani"].traps == ["shape-mismatch"]
+    assert failed["ex1.dbnmeani"].shape == [64]
+
+
+def test_each_exercise_takes_its_own_cells_and_says_which(lecture_result):
+    _, sources, notes = lecture_result
+    labels = {ex: s.label for ex, s in sources.items()}
+    assert labels == {"ex1": f"hw.ipynb {EX1_CELL}", "ex2": "hw.ipynb cell 13", "ex3": "hw.ipynb cell 17"} | {
+        "ex4": "hw.ipynb cell 19"
+    }
+    assert "ex2: graded hw.ipynb cell 13 (dlogits)" in notes
+    assert "ex1: graded hw.ipynb cell 11 (26 of 26 gradients)" in notes
+    # Ex2's dlogits is its own cell's softmax, not Ex1's dnorm_logits path
+    assert "F.softmax(logits, 1)" in sources["ex2"].text and "dnorm_logits" not in sources["ex2"].text
+
+
+def test_a_gradient_is_its_statements_and_its_parameters_the_names_they_read(lecture_result):
+    _, sources, _ = lecture_result
+    ex1 = sources["ex1"]
+    lines = ex1.text.splitlines()
+    k = lines.index("def dcounts(counts_sum_inv, dprobs, counts, dcounts_sum):")
+    assert lines[k + 1 : k + 4] == [
+        "    dcounts = counts_sum_inv * dprobs",
+        "    dcounts += torch.ones_like(counts) * dcounts_sum",
+        "    return dcounts",
+    ]
+    assert ex1.where(k + 2) == f"{EX1_CELL}, line 8" and ex1.where(k + 3) == f"{EX1_CELL}, line 10"
+    assert "def dC(C, Xb, demb):" in lines  # the loop variables k, j and ix stay local
+    # nothing but the needed statements and the notebook's allowed imports: no shell, no data loading, no plots
+    for text in (s.text for s in sources.values()):
+        assert "wget" not in text and "open(" not in text and "matplotlib" not in text and "cmp(" not in text
+
+
+def test_ex4_backward_is_the_manual_backprop_only(lecture_result):
+    _, sources, _ = lecture_result
+    text = sources["ex4"].text
+    assert "def backward(" in text and "loss = F.cross_entropy" not in text and "p.data" not in text
+    assert "loss.backward()" not in text  # commented out in the lecture's loop
+    assert "return dict(zip(['dC', 'dW1', 'db1', 'dW2', 'db2', 'dbngain', 'dbnbias'], grads))" in text
+
+
+def test_dC_index_add_with_repeated_rows_is_caught(tmp_path):
+    items, _, _ = _graded(tmp_path, lecture.lecture_cells(dc=lecture.DC_REPEATED), ("ex1",), only=["dC"])
+    assert items["ex1.dC"].status == "failed"
+    assert items["ex1.dC"].traps == ["dC-repeated-rows"]
+
+
+def test_active_loss_backward_in_the_training_loop_uses_autograd(tmp_path):
+    items, sources, _ = _graded(tmp_path, lecture.lecture_cells(autograd=True), ("ex4",))
+    assert "loss.backward()" in sources["ex4"].text
+    for item in items.values():
+        assert (item.status, item.traps) == ("failed", ["uses-autograd"]), item.id
+
+
+def test_statements_that_cannot_be_placed_are_error_items_that_quote_the_line(tmp_path):
+    cells = lecture.lecture_cells(dc="dC = torch.zeros((vocab_size, n_embd))\ndC.index_add_(0, Xb.view(-1), demb)")
+    k = _ex1_cell(cells)
+    text = cells[k][1].replace("dW2 = h.T @ dlogits\ndb2 = dlogits.sum(0)", "dW2, db2 = h.T @ dlogits, dlogits.sum(0)")
+    cells[k] = ("code", text.replace("dh = dlogits @ W2.T", "dh = dlogits @ W2.T * scale"))
+    items, _, notes = _graded(tmp_path, cells, ("ex1",), only=["dh", "dW2", "db2", "dC", "dhpreact"])
+    assert items["ex1.dhpreact"].status == "passed"
+    for name in ("dh", "dW2", "db2", "dC"):
+        assert items[f"ex1.{name}"].status == "error", name
+    assert items["ex1.dW2"].message == msg.TWO_AT_ONCE.format(
+        where=f"{EX1_CELL}, line 16",
+        code="dW2, db2 = h.T @ dlogits, dlogits.sum(0)",
+        names="`dW2` and `db2`",
+        first="dW2",
+    )
+    assert items["ex1.dh"].message.startswith(f"{EX1_CELL}, line 15: `dh = dlogits @ W2.T * scale` uses `scale`")
+    assert "`vocab_size`, which is defined in cell 5" in items["ex1.dC"].message
+    assert any(n.startswith("ex1: 4 gradient function(s) could not be built") for n in notes)
+
+
+def test_a_cell_that_is_not_python_errors_its_exercise_with_the_cell_named(tmp_path):
+    cells = lecture.lecture_cells()
+    k = next(i for i, (_, t) in enumerate(cells) if t == lecture.EX2)
+    cells[k] = ("code", lecture.EX2.replace("dlogits /= n", "dlogits /= n)"))
+    items, sources, notes = _graded(tmp_path, cells, ("ex2",))
+    assert items["ex2.dlogits"].status == "error"
+    assert "SyntaxError" in items["ex2.dlogits"].message
+    assert sources["ex2"].label == "hw.ipynb cell 13" and sources["ex2"].where(5) == "cell 13, line 5"
+    assert any(n.startswith("cell 13, line 5: not valid Python") for n in notes)
+
+
+def test_a_notebook_of_stub_functions_is_graded_as_is(tmp_path):
+    cells = [("code", "import torch\nimport torch.nn.functional as F")]
+    for k in range(1, 5):
+        cells += [("markdown", f"## Exercise {k}"), ("code", (REFERENCE / f"ex{k}.py").read_text())]
+    items, sources, _ = _graded(tmp_path, cells)
+    assert all(i.status == "passed" for i in items.values()), {i: x.message for i, x in items.items() if x.message}
+    assert sources["ex2"].label == "hw.ipynb cell 5" and sources["ex4"].label == "hw.ipynb cell 9"
+
+
+def test_history_takes_the_latest_run_of_each_cell():
+    ex2_wrong = lecture.EX2.replace("dlogits /= n", "dlogits /= 2 * n")
+    inputs = ["import torch\nimport torch.nn.functional as F", ex2_wrong, "check('ex2')", lecture.EX2, lecture.EX3]
+    sources, notes = history_sources(inputs, [1, 2, 3, 5, 8])
+    assert "2 * n" not in sources["ex2"].text and sources["ex2"].label == "In [5]"
+    assert sources["ex3"].label == "In [8]" and sources["ex3"].where(9) == "In [8], line 3"
+    assert "ex1: no cell assigns any of dlogprobs .. dC (a placeholder `= None` does not count)" in notes
+
+
+def test_lecture_placeholders_count_as_not_attempted():
+    sources, _ = history_sources(["import torch", "dlogits = None # TODO", "dC, dW1 = None, None"])
+    assert sources == {}
+
+
+def test_grade_command_takes_a_notebook_or_a_folder_holding_one(tmp_path):
+    (tmp_path / "nb").mkdir()
+    path = lecture.write(tmp_path / "nb" / "hw.ipynb", lecture.lecture_cells())
+    runner = CliRunner()
+    for target in (path, path.parent):
+        out = runner.invoke(main, ["ex3", "--submission", str(target), "--json"])
+        assert out.exit_code == 0, out.output
+        data = json.loads(out.stdout)
+        assert data["graded_files"]["ex3"] == "hw.ipynb cell 17"
+        assert [i["status"] for i in data["items"]] == ["passed"]
+
+
+def test_batch_mixes_notebooks_folders_and_zips_identically_whatever_jobs(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    lecture.write(subs / "ada.ipynb", lecture.lecture_cells())
+    (subs / "ben").mkdir()
+    for f in REFERENCE.glob("ex*.py"):
+        (subs / "ben" / f.name).write_text(f.read_text())
+    with zipfile.ZipFile(subs / "cleo.zip", "w") as z:
+        z.writestr("work/backprop.ipynb", nbformat.writes(lecture.notebook(lecture.lecture_cells(autograd=True))))
+    outs = []
+    for jobs in (1, 2):
+        out = tmp_path / f"out{jobs}"
+        grade_batch(subs, out, jobs=jobs, limits=Limits(timeout=5), progress=False, similarity=False)
+        outs.append({p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
+    assert outs[0] == outs[1]
+    scores = {s: json.loads(outs[0][f"students/{s}.json"])["score"] for s in ("ada", "ben", "cleo")}
+    assert scores == {"ada": 41, "ben": 42, "cleo": 31}
+
+
+def test_student_notebook_is_valid_and_has_a_check_after_each_exercise(tmp_path):
+    path = write_student_notebook(tmp_path)
+    nb = nbformat.read(str(path), as_version=4)
+    nbformat.validate(nb)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    for ex, marker in (("ex1", "# Exercise 1"), ("ex2", "# Exercise 2"), ("ex3", "# Exercise 3"), ("ex4", "backprop")):
+        k = code.index(f'check("{ex}")')
+        assert marker in code[k - 1]
+    assert notebook_sources(path)[0] == {}  # nothing answered yet: every exercise is not attempted
+
+
+def test_gradescope_grades_an_uploaded_notebook(tmp_path):
+    from grader import gradescope
+
+    (tmp_path / "submission" / ".ipynb_checkpoints").mkdir(parents=True)
+    lecture.write(tmp_path / "submission" / "hw.ipynb", lecture.lecture_cells(dc=lecture.DC_REPEATED))
+    lecture.write(tmp_path / "submission" / ".ipynb_checkpoints" / "hw-checkpoint.ipynb", [])
+    out = gradescope.run(tmp_path)
+    assert out["output"].startswith(msg.NOTEBOOK_GRADED.format(name="hw.ipynb"))
+    assert "ex1: graded hw.ipynb cell 11 (26 of 26 gradients)" in out["output"]
+    assert out["score"] == 40  # the lecture's 41, less dC for dC[Xb] += demb

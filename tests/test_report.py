@@ -1,0 +1,136 @@
+"""report.html in a real headless Chromium: load it, sort the table, follow a link, screenshot, read what it shows."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+
+import pytest
+
+from grader.batch import grade_batch
+from grader.reports.html import FLAG_MEANING, html_report
+from grader.sandbox import Limits
+from grader.traps import TRAPS
+from tests.conftest import CORPUS, EXERCISES, REFERENCE, make_submission
+
+LIMITS = Limits(timeout=2.0, memory_mb=1024)
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+HEADLESS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Grade a small class: full marks, the dC trap, the stub, an error, a copier, and entries to skip."""
+    subs = tmp_path_factory.mktemp("subs")
+    make_submission(subs / "ada")
+    dc = (REFERENCE / "ex1.py").read_text() + "\n\n" + (CORPUS / "ex1" / "dC_fancy_index_add.py").read_text()
+    make_submission(subs / "bob", {"ex1.py": dc})
+    make_submission(subs / "cleo", base=EXERCISES)
+    make_submission(subs / "dan", {"ex2.py": "def dlogits(logits, Yb, n):\n    return 1 / 0\n"})
+    make_submission(subs / "=2+5")
+    (subs / "notes.txt").write_text("not a submission")
+    out = tmp_path_factory.mktemp("out")
+    summary = grade_batch(subs, out, jobs=2, limits=LIMITS, progress=False)
+    return out, summary
+
+
+def test_report_is_self_contained_and_escaped(graded):
+    out, _ = graded
+    page = (out / "report.html").read_text()
+    for fetch in ("http://", "https://", "src=", "@import", "url("):
+        assert fetch not in page.replace('xmlns="http://www.w3.org/2000/svg"', ""), fetch
+    assert "<td data-value=\"=2+5\"><a" in page and "<script>alert" not in page
+    summary = json.loads((out / "summary.json").read_text())
+    students = {p.stem: json.loads(p.read_text()) for p in (out / "students").glob("*.json")}
+    hostile = {"<script>alert(1)</script>": {**students["ada"], "submission": "<script>alert(1)</script>"}}
+    assert "<script>alert(1)</script>" not in html_report(summary, hostile)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not (CHROMIUM and CHROMEDRIVER):
+        if os.environ.get("CI"):
+            pytest.fail("Chromium and chromedriver must be installed in CI (.ci/run installs them)")
+        pytest.skip("chromium/chromedriver not installed (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in HEADLESS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    options.add_argument("--window-size=1200,900")
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def _column(driver, index: int) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    rows = driver.find_elements(By.CSS_SELECTOR, "#student-table tbody tr")
+    return [r.find_elements(By.TAG_NAME, "td")[index].get_attribute("data-value") for r in rows]
+
+
+def test_report_in_a_browser(graded, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    out, summary = graded
+    browser.get((out / "report.html").as_uri())
+    assert browser.title == "backprop-ninja class report"
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+
+    # the table: one row per student, sorted by id; a click on "score" sorts ascending, a second descending
+    assert _column(browser, 0) == ["=2+5", "ada", "bob", "cleo", "dan"]
+    score = browser.find_element(By.XPATH, "//table[@id='student-table']//th[button='score']")
+    score.find_element(By.TAG_NAME, "button").click()
+    assert score.get_attribute("aria-sort") == "ascending"
+    assert [float(x) for x in _column(browser, 2)] == [0, 40, 41, 42, 42]
+    assert _column(browser, 0)[:3] == ["cleo", "dan", "bob"]
+    score.find_element(By.TAG_NAME, "button").click()
+    assert [float(x) for x in _column(browser, 2)] == [42, 42, 41, 40, 0]
+    assert _column(browser, 0)[-1] == "cleo"
+
+    # follow bob's link to his detail: every item, the trap, and the file that was graded
+    browser.find_element(By.LINK_TEXT, "bob").click()
+    anchor = browser.execute_script("return location.hash")
+    section = browser.find_element(By.CSS_SELECTOR, anchor)
+    assert section.get_attribute("data-student") == "bob"
+    assert browser.execute_script("return arguments[0].getBoundingClientRect().top", section) < 50  # scrolled to
+    text = section.text
+    assert "bob: 41/42" in text and "dC-repeated-rows" in text and "ex1: ex1.py" in text
+    assert len(section.find_elements(By.CSS_SELECTOR, "table tr")) == 1 + len(summary["items"])  # header + items
+
+    # histogram: every student is in one bin
+    counts = [int(r.get_attribute("data-count")) for r in browser.find_elements(By.CSS_SELECTOR, "rect.bin")]
+    assert sum(counts) == 5
+    # traps: meaning and who; flags; skipped entries; similarity
+    trap_row = browser.find_element(By.ID, "trap-dC-repeated-rows")
+    assert TRAPS["dC-repeated-rows"].concept[:40] in trap_row.text and "bob" in trap_row.text
+    flag = browser.find_element(By.CSS_SELECTOR, "#flag-table tr[data-flag='error']")
+    assert "dan" in flag.text and FLAG_MEANING["error"] in flag.text
+    assert "notes.txt" in browser.find_element(By.ID, "skipped-table").text
+    sim = browser.find_element(By.XPATH, "//h2[@id='similarity']/following-sibling::p[1]").text
+    assert f"{summary['similarity']['compared_pairs']} pairs compared" in sim
+
+    shot = tmp_path / "report.png"
+    assert browser.save_screenshot(str(shot))
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    assert width >= 1000 and height >= 600
+    assert len(png) > 20_000  # a rendered page, not a blank one

@@ -1,0 +1,100 @@
+"""Similarity: a copied-then-renamed submission is flagged; twenty independent correct solutions are not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from grader.batch import grade_batch
+from grader.intake import read_submission
+from grader.reports import similarity
+from grader.runner import grade
+from grader.sandbox import Limits
+from tests.conftest import EXERCISES, ROOT
+from tests.independent import copied_and_renamed, student_files, write_class
+
+
+def _sources(root, ids):
+    return {s: {ex: src.text for ex, src in read_submission(root / s).sources.items()} for s in ids}
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory):
+    root = tmp_path_factory.mktemp("similarity")
+    ids = write_class(root, copy_of=3)
+    return root, ids, similarity.compare_class(_sources(root, ids))
+
+
+def test_the_independent_solutions_are_correct_and_different(klass):
+    root, ids, _ = klass
+    for s in ids:
+        result = grade(root / s)
+        assert result.score == result.max_score, (s, [i.id for i in result.items if i.status != "passed"])
+    texts = [json.dumps(student_files(k), sort_keys=True) for k in range(20)]
+    assert len(set(texts)) == 20
+    copy, original = copied_and_renamed(student_files(3)), student_files(3)
+    assert all(copy[f] != original[f] for f in original), "the copy is renamed, not byte-identical"
+
+
+def test_the_copier_is_flagged_and_no_independent_pair_is(klass):
+    _, ids, result = klass
+    pairs = [(p.a, p.b) for p in result.pairs]
+    assert pairs == [("copier", "indep03")]
+    copier = result.pairs[0]
+    assert copier.score >= similarity.THRESHOLD
+    assert {f.function for f in copier.functions} >= {"ex1.dC", "ex4.backward", "ex3.dhprebn"}
+    assert result.compared == len(ids) * (len(ids) - 1) // 2
+
+
+def test_independent_scores_stay_well_below_the_threshold(klass):
+    root, ids, _ = klass
+    independent = [s for s in ids if s != "copier"]
+    saved = similarity.THRESHOLD, similarity.MIN_OVERLAP
+    similarity.THRESHOLD, similarity.MIN_OVERLAP = 0.0, 0
+    try:
+        every = similarity.compare_class(_sources(root, independent))
+    finally:
+        similarity.THRESHOLD, similarity.MIN_OVERLAP = saved
+    assert len(every.pairs) == 190
+    assert every.max_score <= similarity.THRESHOLD - 0.15, every.max_score
+
+
+def test_the_stub_every_student_shares_is_ignored(tmp_path):
+    for s in ("s1", "s2"):
+        (tmp_path / s).mkdir()
+        for f in EXERCISES.glob("ex*.py"):
+            (tmp_path / s / f.name).write_text(f.read_text())
+    result = similarity.compare_class(_sources(tmp_path, ["s1", "s2"]))
+    assert result.pairs == [] and result.max_score == 0.0
+
+
+def test_scores_do_not_depend_on_python_hash_seed(klass):
+    root, ids, result = klass
+    code = (
+        "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[2]);"
+        "from tests.test_similarity import _sources; from grader.reports.similarity import compare_class;"
+        "ids = sys.argv[3:]; print(json.dumps(compare_class(_sources(Path(sys.argv[1]), ids)).to_dict()))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(ROOT), *ids], env=env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout) == json.loads(json.dumps(result.to_dict()))
+
+
+def test_batch_lists_the_pair_with_its_functions_side_by_side(klass, tmp_path):
+    root, _, _ = klass
+    out = tmp_path / "out"
+    summary = grade_batch(root, out, jobs=2, limits=Limits(timeout=2.0, memory_mb=1024), progress=False)
+    sim = summary["similarity"]
+    assert [(p["a"], p["b"]) for p in sim["pairs"]] == [("copier", "indep03")]
+    assert sim["library"] == "copydetect"
+    dc = next(f for f in sim["pairs"][0]["functions"] if f["function"] == "ex1.dC")
+    assert "def dC" in dc["code_a"] and "def dC" in dc["code_b"] and dc["code_a"] != dc["code_b"]
+    assert json.loads((out / "summary.json").read_text())["similarity"] == sim
+    page = (out / "report.html").read_text()
+    assert 'class="pair"' in page and "ex4.backward" in page
