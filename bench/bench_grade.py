@@ -1,188 +1,175 @@
-"""How much does `grade ex1` cost on top of importing torch, and where does the harness's own time go?
+"""Time `grade ex1` as a student runs it, whole processes, against `python -c "import torch"`.
 
-Part 1 runs, as subprocesses and interleaved round-robin, `python -c "import torch"`, `grade ex1 --submission
-reference` and `grade ex1` (the stubs), and compares medians. Part 2 breaks the harness's own work down:
-building fixture + truth for the two ex1 geometries cold (in a fresh subprocess, after `import torch`), loading a
-submission (read sources + fork the sandbox + exec the module: `runner.Session(...).load('ex1')`) and grading
-the 26 items (a warm `runner.grade`, fixtures cached). Prints only; nothing is asserted.
+Every round runs each command once, in a shuffled order (paired, interleaved), and every run's exit status and
+output are checked against the verdicts its submission must get before its time counts:
+- `python -c "import torch"`, the baseline; and `import torch` then `os._exit(0)` (no interpreter teardown);
+- `grade ex1 --submission reference`: exit 0, "score 26/26: 26 passed";
+- `grade ex1` with one wrong-shape gradient (tests/corpus/ex1/dbnmeani_lecture_no_keepdim.py appended to the
+  reference): exit 1, "score 25/26", ex1.dbnmeani FAILED with shape-mismatch;
+- `grade ex1` on the stubs: exit 1, "score 0/26: 26 not attempted".
+With --all-traps, also every tests/corpus/ex1 case once per round (`grade ex1 --json`, its item's status and traps
+checked), as one median over the whole trap mix.
 
-    python bench/bench_grade.py [--runs 5] [--cold-runs 3] [--warm-runs 20]
+    python bench/bench_grade.py [--rounds 15] [--all-traps] [--traps-rounds 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-REFERENCE = ROOT / "reference"
-EXERCISES = ROOT / "exercises"
+from common import (  # noqa: E402
+    EXERCISES,
+    PYTHON,
+    REFERENCE,
+    Case,
+    CheckFailed,
+    Run,
+    describe,
+    grade_cmd,
+    paired,
+    ratio_line,
+    traps,
+    write_student,
+)
 
-# Timed in a fresh interpreter: the cold cost of importing the grader and of building both ex1 fixtures.
-COLD_SNIPPET = r"""
-import time
-t0 = time.perf_counter()
-import torch
-t1 = time.perf_counter()
-from grader import fixture
-t2 = time.perf_counter()
-fixture.build(fixture.PRIMARY)
-fixture.build(fixture.hidden_geometry())
-t3 = time.perf_counter()
-from grader import runner  # the rest of the harness: sandbox (numpy, torch.func, ...), traps, wire, ...
-t4 = time.perf_counter()
-runner.grade("reference", ("ex1",))  # first grading in this process: fixtures cached, everything else cold
-t5 = time.perf_counter()
-print(t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)
-"""
+WRONG_SHAPE = "dbnmeani_lecture_no_keepdim"
 
 
-def run_timed(cmd: list[str]) -> float:
-    t = time.perf_counter()
-    subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - t
+def no_traceback(r: Run) -> None:
+    """Raise unless the process printed no Python traceback."""
+    if "Traceback" in r.err or "Traceback" in r.out:
+        raise CheckFailed("a traceback was printed")
 
 
-def fmt(xs: list[float]) -> str:
-    return f"median {statistics.median(xs):.3f} s  (min {min(xs):.3f}, max {max(xs):.3f}, n={len(xs)})"
+def expect_silent_success(r: Run) -> None:
+    """Check a bare interpreter run: exit 0, nothing printed."""
+    if r.rc != 0 or r.out.strip() or r.err.strip():
+        raise CheckFailed(f"exit {r.rc}, expected 0 and no output")
 
 
-def part1(runs: int) -> None:
-    grade = shutil.which("grade") or "grade"
-    commands = {
-        "python -c 'import torch'": [sys.executable, "-c", "import torch"],
-        "grade ex1 --submission reference": [grade, "ex1", "--submission", str(REFERENCE)],
-        "grade ex1 (stubs)": [grade, "ex1", "--submission", str(EXERCISES)],
-    }
-    print(
-        f"== 1. end-to-end wall time, subprocesses, {runs} interleaved runs each (+1 discarded warm-up), "
-        "median reported =="
-    )
-    print(f"   python: {sys.executable}   grade: {grade}")
-    for cmd in commands.values():  # page the files in once
-        run_timed(cmd)
-    times: dict[str, list[float]] = {k: [] for k in commands}
-    for _ in range(runs):
-        for name, cmd in commands.items():
-            times[name].append(run_timed(cmd))
-    for name, xs in times.items():
-        print(f"   {name:36s} {fmt(xs)}")
-    base = statistics.median(times["python -c 'import torch'"])
-    for name in ("grade ex1 --submission reference", "grade ex1 (stubs)"):
-        m = statistics.median(times[name])
-        print(f"   ratio {name} / import torch = {m / base:.2f}   (target <= 1.3; overhead {m - base:+.3f} s)")
-    print()
+def expect_table(rc: int, score_line: str, rows: tuple[tuple[str, ...], ...] = ()):
+    """Return a check: the exit status, the score line, and rows of the table that must hold these words."""
+
+    def check(r: Run) -> None:
+        no_traceback(r)
+        if r.rc != rc:
+            raise CheckFailed(f"exit {r.rc}, expected {rc}")
+        if score_line not in r.out.splitlines():
+            raise CheckFailed(f"no line {score_line!r}")
+        lines = r.out.splitlines()
+        for words in rows:
+            if not any(line.split()[:1] == [words[0]] and all(w in line for w in words) for line in lines):
+                raise CheckFailed(f"no table row with {words}")
+
+    return check
 
 
-def part2(cold_runs: int, warm_runs: int) -> None:
-    print("== 2. the harness's own work, in-process ==")
-    # 2a. cold fixture build, fresh interpreter each time
-    cold = []
-    for _ in range(cold_runs):
-        out = subprocess.run(
-            [sys.executable, "-c", COLD_SNIPPET],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        cold.append([float(x) for x in out.stdout.split()])
-    imp_torch, imp_fixture, build, imp_runner, cold_grade = (statistics.median(c[i] for c in cold) for i in range(5))
-    print(f"   (a) cold, fresh `python -c` x{cold_runs}, medians:")
-    print(f"       import torch                                   {imp_torch:.3f} s   (not the harness's work)")
-    print(f"       import grader.fixture                          {imp_fixture:.3f} s")
-    print(f"       fixture.build(PRIMARY) + build(hidden geometry)  {build:.3f} s   <- fixture + truth, 2 geometries")
-    print(f"       import grader.runner (sandbox, traps, wire..)  {imp_runner:.3f} s")
-    print(
-        f"       first runner.grade(reference, ex1) after that  {cold_grade:.3f} s   (fixtures cached; fork, "
-        "exec and first-call op costs cold)"
-    )
+def expect_json_item(item: str, status: str, want: tuple[str, ...]):
+    """Return a check of `grade --json`: the item's status and traps, every other item passed."""
 
-    import torch
-
-    from grader import fixture, runner
-    from grader.sandbox import Limits
-
-    torch.set_num_threads(1)
-    fixture.build(fixture.PRIMARY)
-    fixture.build(fixture.hidden_geometry())
-    limits = Limits()
-
-    # 2b. loading a submission: read sources + fork the sandbox + exec ex1.py in it
-    def load_once():
-        t0 = time.perf_counter()
-        sources = runner.read_sources(REFERENCE, ("ex1",))
-        t1 = time.perf_counter()
-        session = runner.Session(sources, limits)
+    def check(r: Run) -> None:
+        no_traceback(r)
         try:
-            functions, failed = session.load("ex1")
-        finally:
-            t2 = time.perf_counter()
-            session.close()
-        t3 = time.perf_counter()
-        assert failed is None and len(functions) >= 26
-        return t1 - t0, t2 - t1, t3 - t2
+            result = json.loads(r.out)
+        except ValueError:
+            raise CheckFailed("stdout is not JSON") from None
+        items = {i["id"]: i for i in result["items"]}
+        got = items[item]
+        if (got["status"], tuple(sorted(got["traps"]))) != (status, want):
+            raise CheckFailed(f"{item}: {got['status']} {got['traps']}, expected {status} {want}")
+        others = [k for k, i in items.items() if k != item and i["status"] != "passed"]
+        if others or r.rc != (0 if status == "passed" else 1):
+            raise CheckFailed(f"exit {r.rc}; other items not passed: {others}")
 
-    for _ in range(3):
-        load_once()
-    loads = [load_once() for _ in range(warm_runs)]
-    read_s = statistics.median(x[0] for x in loads)
-    load_s = statistics.median(x[1] for x in loads)
-    close_s = statistics.median(x[2] for x in loads)
-    load_total = statistics.median(x[0] + x[1] + x[2] for x in loads)
-
-    # 2c. grading the 26 items: a warm runner.grade (fixtures cached), which also loads + closes the sandbox
-    for _ in range(3):
-        runner.grade(REFERENCE, ("ex1",))
-    grades = []
-    for _ in range(warm_runs):
-        t = time.perf_counter()
-        result = runner.grade(REFERENCE, ("ex1",))
-        grades.append(time.perf_counter() - t)
-    grade_s = statistics.median(grades)
-    passed = sum(i.status == "passed" for i in result.items)
-    items_s = grade_s - load_total
-
-    print(f"   (b) load a submission, warm parent, median of {warm_runs} (after 3 warm-ups):")
-    print(f"       read_sources                                   {read_s * 1e3:7.2f} ms")
-    print(f"       Session(...).load('ex1') (fork + jail + exec)  {load_s * 1e3:7.2f} ms")
-    print(f"       session.close() (kill + reap)                  {close_s * 1e3:7.2f} ms")
-    print(
-        f"   (c) runner.grade(reference, ex1), warm, median of {warm_runs}: {grade_s * 1e3:.2f} ms "
-        f"({passed}/{len(result.items)} passed)"
-    )
-    print(f"       of which grading the 26 items (grade - load)   {items_s * 1e3:7.2f} ms")
-    total = build + load_total + items_s
-    print(
-        f"   harness total = cold build {build:.3f} + load {load_total:.3f} + items {items_s:.3f} "
-        f"= {total:.3f} s   (target < 0.3 s)"
-    )
-    print(f"   (+ import grader.fixture/runner cold: {imp_fixture + imp_runner:.3f} s, not in the total above)")
-    cold_total = imp_fixture + build + imp_runner + cold_grade
-    print(
-        f"   cold, as one `grade ex1` CLI run pays it: imports {imp_fixture + imp_runner:.3f} + build {build:.3f} "
-        f"+ first grade {cold_grade:.3f} = {cold_total:.3f} s"
-    )
+    return check
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=5, help="subprocess runs per command (median)")
-    ap.add_argument("--cold-runs", type=int, default=3, help="fresh interpreters for the cold fixture build")
-    ap.add_argument("--warm-runs", type=int, default=20, help="in-process repetitions (median)")
+    ap.add_argument("--rounds", type=int, default=15, help="paired rounds (each runs every command once)")
+    ap.add_argument("--all-traps", action="store_true", help="also time every tests/corpus/ex1 case")
+    ap.add_argument("--traps-rounds", type=int, default=1, help="rounds of the trap mix")
     args = ap.parse_args()
-    print(f"bench_grade: {os.cpu_count()} CPUs; timings are noisy, so every figure is a median of repeated runs")
-    part1(args.runs)
-    part2(args.cold_runs, args.warm_runs)
+    grade = grade_cmd()
+    print(f"bench_grade: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; python {PYTHON}")
+    print(f"grade: {' '.join(grade)}; wall time of whole processes, spawn to reap; every run's output checked")
+    with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
+        wrong = next(t for t in traps() if t.exercise == "ex1" and t.path.stem == WRONG_SHAPE)
+        assert wrong.traps == ("shape-mismatch",) and wrong.status == "failed"
+        sub_wrong = write_student(Path(tmp) / "wrong_shape", "ex1", wrong.path.read_text())
+        torch_only = Case("python -c 'import torch'", [PYTHON, "-c", "import torch"], expect_silent_success)
+        no_teardown = Case(
+            "import torch; os._exit(0)", [PYTHON, "-c", "import os, torch; os._exit(0)"], expect_silent_success
+        )
+        ref = Case(
+            "grade ex1 --submission reference",
+            [*grade, "ex1", "--submission", str(REFERENCE)],
+            expect_table(0, "score 26/26: 26 passed"),
+        )
+        bad = Case(
+            "grade ex1, one wrong-shape gradient",
+            [*grade, "ex1", "--submission", str(sub_wrong)],
+            expect_table(1, "score 25/26: 25 passed, 1 failed", (("ex1.dbnmeani", "FAILED", "shape-mismatch"),)),
+        )
+        stubs = Case(
+            "grade ex1 on the stubs",
+            [*grade, "ex1", "--submission", str(EXERCISES)],
+            expect_table(1, "score 0/26: 26 not attempted"),
+        )
+        cases = [torch_only, no_teardown, ref, bad, stubs]
+        print(f"\n== 1. {args.rounds} paired rounds of {len(cases)} commands, shuffled order per round ==")
+        paired(cases, args.rounds)
+        for c in cases:
+            print(f"   {c.name:38s} {describe(c.times)}")
+        base = torch_only.times
+        print()
+        print("   " + ratio_line("grade ex1 --submission reference / import torch", ref.times, base, "<= 0.85"))
+        print("   " + ratio_line("grade ex1 one wrong-shape gradient / import torch", bad.times, base, "<= 0.90"))
+        print("   " + ratio_line("grade ex1 on the stubs / import torch", stubs.times, base))
+        print("   " + ratio_line("import torch + os._exit(0) / import torch", no_teardown.times, base))
+        diffs = [a - b for a, b in zip(torch_only.times, no_teardown.times, strict=True)]
+        print(f"   interpreter teardown after import torch (paired difference): {describe(diffs, 'ms', 1e3, 1)}")
+
+        if args.all_traps:
+            mix = [t for t in traps() if t.exercise == "ex1"]
+            mix_cases = []
+            for t in mix:
+                folder = write_student(Path(tmp) / t.name, "ex1", t.path.read_text())
+                mix_cases.append(
+                    Case(t.name, [*grade, "ex1", "--json", "--submission", str(folder)], expect_json_item(*_exp(t)))
+                )
+            base2 = Case("python -c 'import torch'", [PYTHON, "-c", "import torch"], expect_silent_success)
+            print(
+                f"\n== 2. the trap mix: all {len(mix)} tests/corpus/ex1 cases (`grade ex1 --json`, item status and "
+                f"traps checked), {args.traps_rounds} round(s), with `import torch` runs interleaved =="
+            )
+            # one import-torch run after every 8 cases, so the baseline sees the same drift
+            for _ in range(args.traps_rounds):
+                for k, c in enumerate(mix_cases):
+                    c.times.append(c.once().seconds)
+                    if k % 8 == 0:
+                        base2.times.append(base2.once().seconds)
+            all_times = [x for c in mix_cases for x in c.times]
+            failing = [x for c, t in zip(mix_cases, mix, strict=True) if t.status != "passed" for x in c.times]
+            print(f"   every ex1 trap case      {describe(all_times)}")
+            print(f"   of which failing ones    {describe(failing)}")
+            print(f"   import torch (interleaved) {describe(base2.times)}")
+            m = statistics.median(base2.times)
+            print(f"   median trap case / median import torch: {statistics.median(all_times) / m:.3f}")
+            slow = sorted(((statistics.median(c.times), c.name) for c in mix_cases), reverse=True)[:5]
+            print("   slowest cases: " + ", ".join(f"{n} {s:.3f} s" for s, n in slow))
+
+
+def _exp(t) -> tuple:
+    return t.item, t.status, t.traps
 
 
 if __name__ == "__main__":

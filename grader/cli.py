@@ -263,7 +263,7 @@ ROOT = Path(__file__).resolve().parent.parent  # the source checkout: reference/
 def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canvas_assignment, data, course):
     """Grade every submission in SUBMISSIONS: folders, archives, notebooks, Canvas or Gradescope downloads."""
     from grader.batch import grade_batch
-    from grader.reports import EmptyClassError
+    from grader.reports import EmptyClassError, detail_line
     from grader.sandbox import Limits
 
     policy = _policy(course, submissions)
@@ -283,6 +283,7 @@ def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canva
     except EmptyClassError as exc:
         raise click.ClickException(str(exc)) from exc
     report.note(report.batch_line(summary, out))
+    report.note(detail_line(summary))
 
 
 def _instructor_policy(course):

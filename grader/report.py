@@ -59,11 +59,8 @@ def points_note(result: SubmissionResult) -> str:
     if len(worth) <= 1:
         return ""
     common = max(worth, key=lambda k: len(worth[k]))
-    others = "; ".join(f"{', '.join(ids)} {k:g}" for k, ids in sorted(worth.items()) if k != common)
-    return (
-        f"points: an item scores its points only when it passes; each is worth {common:g} except {others}, "
-        f"as the course set them."
-    )
+    others = ", ".join(f"{', '.join(ids)} ({k:g})" for k, ids in sorted(worth.items()) if k != common)
+    return f"points: an item scores its points only when it passes; each is worth {common:g} except {others}."
 
 
 def table(result: SubmissionResult, *, hints: bool = False, color: bool | None = None) -> str:

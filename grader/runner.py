@@ -106,7 +106,7 @@ class Session:
             return None, Outcome(failure="protocol", reason=f"{MALFORMED} ({exc})", output=reply.output)
         if not reply.header.get("ok"):
             self.close()
-            return None, Outcome(error=_error(reply.header), output=reply.output)
+            return None, Outcome(error=_error(reply.header, src), output=reply.output)
         self.functions[exercise] = reply.header.get("functions") or {}
         return self.functions[exercise], None
 
@@ -126,13 +126,13 @@ class Session:
         if not reply.ok:
             return self._failed(reply)
         try:
-            return _outcome(reply, args)
+            return _outcome(reply, args, self.sources.get(exercise))
         except WireError as exc:
             self.close()
             return Outcome(failure="protocol", reason=f"{MALFORMED} ({exc})", output=reply.output)
 
 
-def _outcome(reply, args: dict) -> Outcome:
+def _outcome(reply, args: dict, source: Source | None = None) -> Outcome:
     """Decode a call's reply strictly, and decide here whether the call changed any of its inputs."""
     h = reply.header
     wire.check(h, _CALL_REPLY, "call reply")
@@ -150,18 +150,26 @@ def _outcome(reply, args: dict) -> Outcome:
             mutated[name] = now
     return Outcome(
         value=value,
-        error=None if h.get("ok") else _error(h),
+        error=None if h.get("ok") else _error(h, source),
         mutated=mutated,
         autograd=list(h.get("autograd") or [])[:10],
         output=reply.output,
     )
 
 
-def _error(header: dict) -> dict:
+def _error(header: dict, source: Source | None = None) -> dict:
     err = header.get("error")
     if not isinstance(err, dict):
         return {"type": "Error", "message": "the sandbox reported an unreadable error"}
-    return {k: err.get(k) for k in ("type", "message", "line", "code", "function", "memory")}
+    out = {k: err.get(k) for k in ("type", "message", "line", "code", "function", "memory")}
+    if source is not None and isinstance(out["line"], int):
+        out["where"] = source.where(out["line"])  # 'cell 11, line 24' for a notebook
+    return out
+
+
+def _at(err: dict) -> str:
+    """Return where an error happened: 'line 7', or 'cell 11, line 24' for code from a notebook."""
+    return err.get("where") or f"line {err['line']}"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -373,7 +381,7 @@ def _failure_message(out: Outcome, doing: str) -> tuple[str, str]:
         return "not_attempted", "Not attempted yet: the function still raises NotImplementedError."
     where = ""
     if err.get("line"):
-        where = f" at line {err['line']}"
+        where = f" at {_at(err)}"
         if err.get("code"):
             where += f": `{err['code']}`"
     text = f"{err.get('type')}: {err.get('message')}" if err.get("message") else str(err.get("type"))
@@ -392,7 +400,8 @@ def _failure_message(out: Outcome, doing: str) -> tuple[str, str]:
             fix = f"Python cannot read {file} past that line: fix it and grade again."
         else:
             fix = "Its top level (outside any function) failed; fix that line and grade again."
-        return "error", f"{file} could not be loaded, so none of its functions were graded: {text}{where}. {fix}"
+        at = f" ({_at(err)}" + (f": `{err['code']}`)" if err.get("code") else ")") if err.get("line") else ""
+        return "error", f"{file} could not be loaded{at}, so none of its functions were graded. {text}. {fix}"
     if err.get("type") == "BlockedImport":
         return "error", f"{text}{where}."
     return "error", f"Raised {text}{where}."
@@ -477,7 +486,7 @@ def _second_geometry(item, out_b: Outcome, fx_b) -> dict | None:
         return {"diagnose": "the sandbox crashed"}
     if out_b.error:
         err = out_b.error
-        line = f" at line {err['line']}" if err.get("line") else ""
+        line = f" at {_at(err)}" if err.get("line") else ""
         code = f" (`{err['code']}`)" if err.get("line") and err.get("code") else ""
         return {"diagnose": f"it raised {err.get('type')}{line}", "hint": f"it raised {err.get('type')}{line}{code}"}
     truth = fx_b.truth["d" + item.var]

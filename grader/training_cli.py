@@ -10,7 +10,7 @@ import torch
 from grader import corpus as corpus_mod
 from grader import fixture, report, training, wire
 from grader.runner import read_sources
-from grader.sandbox import Limits, Worker
+from grader.sandbox import Limits, Worker, jail
 from grader.wire import Returned, WireError
 
 TRAIN_REPLY = {
@@ -55,7 +55,7 @@ def run_full(submission: Path, *, data: str | None, steps: int, quiet: bool, plo
             bar.update(step - last[0], f"loss {float(header.get('loss', float('nan'))):.4f}")
             last[0] = step
 
-    with Worker(limits) as worker:
+    with jail.held(), Worker(limits) as worker:
         loaded = worker.ask({"op": "load", "path": sources["ex4"].path, "text": sources["ex4"].text})
         if not loaded.ok or not loaded.header.get("ok"):
             _close(bar)

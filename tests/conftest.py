@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
+
+from grader.sandbox.jail import JAIL_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reference"
@@ -29,6 +34,58 @@ def with_snippet(tmp: Path, exercise: str, snippet: str) -> Path:
     """Write the reference with a snippet appended to one exercise file (later defs win)."""
     text = (REFERENCE / f"{exercise}.py").read_text() + "\n\n" + snippet
     return make_submission(tmp, {f"{exercise}.py": text})
+
+
+def _forks_of_this_process() -> list[int]:
+    """Return children of this process that are forks of it (grading processes, sandboxes), zombies included."""
+    me, found = os.getpid(), []
+    try:
+        cmdline = Path(f"/proc/{me}/cmdline").read_bytes()
+    except OSError:
+        return []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == me and (entry / "cmdline").read_bytes() in (cmdline, b""):
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _describe(pid: int) -> str:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        return "; ".join(line for line in status if line.split(":")[0] in ("Name", "State", "Uid", "NSpid"))
+    except OSError:
+        return "gone"
+
+
+def _sysv() -> list[str]:
+    try:
+        return Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    except OSError:
+        return []
+
+
+def _jails() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob(f"{JAIL_PREFIX}{os.getpid()}-*"))
+
+
+@pytest.fixture(autouse=True)
+def leaves_nothing_behind():
+    """Check after every test: no process, no jail folder and no SysV segment of the grader's is left."""
+    shm, jails = _sysv(), _jails()
+    yield
+    deadline = time.monotonic() + 5
+    while _forks_of_this_process() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    left = {p: _describe(p) for p in _forks_of_this_process()}
+    assert not left, f"a grading process or sandbox outlived the test: {left}"
+    assert _jails() <= jails, "a jail folder was left behind"
+    assert _sysv() == shm, "a SysV shared memory segment was left behind"
 
 
 @pytest.fixture(scope="session")

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import gradescope
+from grader import gradescope, policy, release
 from grader.policy import Policy
 
 ROOT = Path(__file__).resolve().parents[1]
+SECRET = "the autograder's course secret"
 TOP_KEYS = {
     "score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
     "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard",
@@ -294,7 +295,8 @@ def test_run_writes_results_even_when_grading_raises(tmp_path, monkeypatch):
 def autograder(tmp_path_factory):
     """Build the zip once and unzip it (keeping the mode bits) like Gradescope does."""
     base = tmp_path_factory.mktemp("gradescope")
-    out = gradescope.build_autograder_zip(base / "autograder.zip", ROOT, visibility="after_due_date")
+    course = Policy(points={"ex2.dlogits": 5}, level="hint", secret=SECRET, hidden_visibility="after_published")
+    out = gradescope.build_autograder_zip(base / "autograder.zip", ROOT, visibility="after_due_date", policy=course)
     source = base / "source"
     with zipfile.ZipFile(out) as zf:
         for info in zf.infolist():
@@ -319,17 +321,42 @@ def test_zip_layout(autograder):
     assert not [n for n in infos if "__pycache__" in n or n.endswith(".pyc")]
     run_script = infos["run_autograder"]
     text = zipfile.ZipFile(out).read(run_script).decode()
-    assert text.startswith("#!") and "--visibility after_due_date" in text and "AUTOGRADER_ROOT" in text
+    assert text.startswith("#!") and '--course "$SOURCE/course.toml"' in text and "AUTOGRADER_ROOT" in text
+    assert '"visibility": "after_due_date"' in text  # the failed-to-start fallback
     assert "python3 -m grader.gradescope" in text.replace('"${PYTHON:-python3}"', "python3")
     for name in ("setup.sh", "run_autograder"):
         subprocess.run(["bash", "-n", str(source / name)], check=True)
     setup = (source / "setup.sh").read_text()
-    assert "download.pytorch.org/whl/cpu" in setup and "pip install" in setup
+    pin = f'"torch=={release.TORCH_VERSION}"'
+    assert f"--index-url https://download.pytorch.org/whl/cpu {pin} \\\n    || python3 -m pip install {pin}\n" in setup
+    assert f"pip install torch=={release.TORCH_VERSION} " in (ROOT / "README.md").read_text()  # what the tests use
+    course = policy.load(source / "course.toml")  # the whole policy, secret included: the zip is for staff
+    assert (course.secret, course.level, course.points) == (SECRET, "hint", {"ex2.dlogits": 5})
+    assert (course.visibility, course.hidden_visibility) == ("after_due_date", "after_published")
+
+
+def test_zip_without_a_secret_gets_one(tmp_path):
+    drawn = []
+    for name in ("a", "b"):
+        with zipfile.ZipFile(gradescope.build_autograder_zip(tmp_path / f"{name}.zip", ROOT)) as zf:
+            (tmp_path / f"{name}.toml").write_bytes(zf.read("course.toml"))
+        drawn.append(policy.load(tmp_path / f"{name}.toml").secret)
+    assert all(s and len(s) >= 24 for s in drawn) and drawn[0] != drawn[1]
+
+
+def test_a_broken_course_toml_still_writes_results(tmp_path):
+    root = _fake_root(tmp_path, {})
+    (tmp_path / "course.toml").write_text('level = "everything"\n')
+    out = gradescope.main(["--root", str(root), "--course", str(tmp_path / "course.toml")])
+    validate(out)
+    assert "misconfigured" in out["output"] and "level = 'everything'" in out["output"]
+    assert json.loads((root / "results" / "results.json").read_text()) == out
 
 
 def _run_autograder(source: Path, root: Path) -> dict:
     """Run the unzipped run_autograder against a fake /autograder tree and return its results.json."""
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), PYTHONPATH=str(source), PYTHON=sys.executable)
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_SOURCE=str(source), PYTHONPATH=str(source))
+    env["PYTHON"] = sys.executable
     proc = subprocess.run(
         ["bash", str(source / "run_autograder")],
         cwd=source,
@@ -382,9 +409,28 @@ def test_run_autograder_correct_ex2(autograder, tmp_path):
     _, source = autograder
     root = _fake_root(tmp_path, {"my work/ex2.py": reference.read_text()})
     results = _run_autograder(source, root)
-    ex2 = [t for t in results["tests"] if t["name"].startswith("ex2.")]
-    assert ex2 and all(t["status"] == "passed" and t["score"] == t["max_score"] > 0 for t in ex2), ex2
-    assert results["score"] == sum(t["max_score"] for t in ex2)
+    ex2 = [(t["name"], t["status"], t["score"], t["max_score"], t["visibility"]) for t in results["tests"]]
+    ex2 = [t for t in ex2 if t[0].startswith("ex2.")]
+    assert ex2 == [  # the zip's course.toml: 5 points, hidden tests after publishing, the summary after the due date
+        ("ex2.dlogits", "passed", 0, 0, "after_due_date"),
+        ("ex2.dlogits (hidden geometry)", "passed", 5, 5, "after_published"),
+    ]
+    assert results["score"] == 5 and results["visibility"] == "after_due_date"
+
+
+@pytest.mark.slow
+def test_hard_coded_sizes_show_only_after_the_hidden_tests_do(tmp_path):
+    hard_coded = (ROOT / "reference" / "ex2.py").read_text().replace("d /= n", "d /= 32")
+    assert hard_coded != (ROOT / "reference" / "ex2.py").read_text()
+    root = _fake_root(tmp_path, {"ex2.py": hard_coded})
+    course = Policy(points={"ex2.dlogits": 5}, level="full", secret=SECRET)
+    results = gradescope.run(root, policy=course)
+    visible, hidden = (t for t in results["tests"] if t["name"].startswith("ex2."))
+    assert (visible["status"], visible["visibility"]) == ("passed", "visible")
+    assert "hardcoded-size" not in visible["output"] and "second" not in visible["output"]
+    assert (hidden["status"], hidden["score"], hidden["visibility"]) == ("failed", 0, "after_due_date")
+    assert "other sizes" in hidden["output"]
+    assert results["score"] == 0
 
 
 @pytest.mark.slow

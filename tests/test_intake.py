@@ -77,7 +77,8 @@ def test_jobs_1_and_2_write_the_same_bytes(shaped):
 def test_the_result_says_which_file_was_graded_and_why(shaped):
     *_, [(out, _), _] = shaped
     st = _students(out)
-    assert st["vera"]["graded_files"] == {"ex1": "Ex1.py", "ex2": "backprop_ex2.py", "ex3": "ex3 (1).py", "ex4": "ex4.py"}
+    vera = {"ex1": "Ex1.py", "ex2": "backprop_ex2.py", "ex3": "ex3 (1).py", "ex4": "ex4.py"}
+    assert st["vera"]["graded_files"] == vera
     assert st["wes"]["graded_files"]["ex1"] == "ex1.py"
     assert msg.STUB_IGNORED.format(exercise="ex1", labels="exercises/ex1.py") in st["wes"]["notes"]
     assert st["wren"]["graded_files"]["ex1"] == "exercises/ex1.py"
@@ -181,6 +182,8 @@ def test_source_is_decoded_as_python_does():
         ("ex1_ex2.py", None),
         ("ex1.ipynb", None),
         ("._ex1.py", None),
+        ("ex2fan_1001_2001_ex1.py", "ex1"),
+        ("dana_late_1002_2010_Ex4 (2).py", "ex4"),
     ],
 )
 def test_exercise_file_names(name, exercise):

@@ -206,3 +206,12 @@ def test_gradescope_grades_an_uploaded_notebook(tmp_path):
     assert out["output"].startswith(msg.NOTEBOOK_GRADED.format(name="hw.ipynb"))
     assert "ex1: graded hw.ipynb cell 11 (26 of 26 gradients)" in out["output"]
     assert out["score"] == 40  # the lecture's 41, less dC for dC[Xb] += demb
+
+
+def test_a_runtime_error_names_the_notebook_cell_and_line(tmp_path):
+    cells = lecture.lecture_cells()
+    k = _ex1_cell(cells)
+    cells[k] = ("code", cells[k][1].replace("dbnbias = dhpreact.sum(0, keepdim=True)", "dbnbias = dhpreact.sum(5)"))
+    items, _, _ = _graded(tmp_path, cells, ("ex1",), only=["dbnbias"])
+    assert items["ex1.dbnbias"].status == "error"
+    assert items["ex1.dbnbias"].message.endswith(f"at {EX1_CELL}, line 21: `dbnbias = dhpreact.sum(5)`.")

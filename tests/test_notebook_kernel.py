@@ -41,7 +41,9 @@ def _answered():
 @pytest.fixture(scope="module")
 def executed():
     nb = _answered()
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    ).execute()
     return {cell.source: cell.get("outputs", []) for cell in nb.cells if cell.cell_type == "code"}
 
 

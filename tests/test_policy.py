@@ -236,3 +236,16 @@ def test_course_toml_changes_points_level_and_hidden_geometry_in_a_batch(tmp_pat
     }
     assert len(set(levels.values())) == 3, levels
     assert said["message"] == levels["hint"]  # course.toml's level reached the students' JSON
+
+
+def test_resume_regrades_when_the_policy_changes(tmp_path):
+    from grader.batch import grade_batch
+
+    subs = tmp_path / "submissions"
+    make_submission(subs / "ada", {"ex2.py": "def dlogits(logits):\n    raise NotImplementedError\n"}, base=None)
+    out = tmp_path / "out"
+    for points, expected in ((3, 3), (3, 3), (7, 7)):
+        course = Policy(points={"ex2.dlogits": points}, secret="correct horse battery staple")
+        grade_batch(subs, out, jobs=1, resume=True, progress=False, similarity=False, policy=course)
+        ada = json.loads((out / "students" / "ada.json").read_text())
+        assert _item(ada, "ex2.dlogits")["max_score"] == expected

@@ -129,6 +129,7 @@ def test_build_release_on_a_fake_project(fake_project, tmp_path):
     out = release.build_release(tmp_path / "out" / "bundle", fake_project)
     assert sorted(p.name for p in out.iterdir()) == [
         "README.md",
+        "backprop_ninja.ipynb",
         "course.toml",
         "data",
         "exercises",

@@ -18,12 +18,11 @@ import yaml
 
 from grader.intake import messages as msg
 from grader.intake.files import Unreadable, read_regular
-from grader.intake.gather import SKIP_DIRS, Gathered, archive_suffix, gather_files, gather_folder, is_notebook
+from grader.intake.gather import CANVAS, SKIP_DIRS, Gathered, archive_suffix, gather_files, gather_folder, is_notebook
 from grader.intake.read import IntakeSubmission, choose
 
 FORMAT_VERSION = 2  # bump to invalidate --resume after an intake or grading change
 GRADESCOPE_METADATA = "submission_metadata.yml"
-CANVAS = re.compile(r"^(?P<login>[A-Za-z0-9.-]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$")
 _KINDS = ("folder", "archive", "notebook", "canvas")  # which one wins when a student has several
 _RULE = "a folder is preferred to an archive, an archive to a notebook, a notebook to Canvas files"
 

@@ -36,6 +36,7 @@ from grader.intake.files import (
 SKIP_DIRS = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", "node_modules", ".venv", "venv"}
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 MAX_NESTING = 2  # archives inside archives inside the submission
+CANVAS = re.compile(r"^(?P<login>[A-Za-z0-9.-]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$")
 _EXERCISE = re.compile(r"(?<![a-z0-9])ex(?:ercise)?[ _-]?([1-9])(?![0-9])")
 _ARCHIVE_ERRORS = (
     zipfile.BadZipFile,
@@ -53,7 +54,8 @@ _ARCHIVE_ERRORS = (
 
 def exercise_of(filename: str) -> str | None:
     """Return the exercise a file name stands for ('Ex1.py', 'backprop_ex1.py', 'ex1 (1).py' -> 'ex1'), or None."""
-    lower = filename.lower()
+    canvas = CANVAS.match(filename)  # the login in a Canvas file name may itself look like 'ex2...'
+    lower = (canvas["file"] if canvas else filename).lower()
     if not lower.endswith(".py") or lower.startswith("."):
         return None
     found = {f"ex{m.group(1)}" for m in _EXERCISE.finditer(lower[:-3])}

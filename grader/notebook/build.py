@@ -6,6 +6,7 @@ import ast
 from dataclasses import dataclass, field
 
 from grader import fixture
+from grader.notebook import layout
 from grader.notebook import messages as msg
 from grader.notebook import names as nm
 from grader.notebook.layout import EX4_GRADS, FUNCTIONS, Parsed, Unit
@@ -31,9 +32,20 @@ class Context:
     imports: list[Unit] = field(default_factory=list)
     imported: set[str] = field(default_factory=set)
     blocked: dict[str, str] = field(default_factory=dict)  # name -> module the sandbox refuses
-    defs: dict[str, Unit] = field(default_factory=dict)
-    bound_where: dict[str, str] = field(default_factory=dict)  # name -> the cell that binds it
+    defs: dict[str, Unit | None] = field(default_factory=dict)  # found by find_def()
     parameters: list[str] | None = None  # the notebook's `parameters = [C, W1, ...]`
+    parsed: list[Parsed] = field(default_factory=list)  # every cell, for where_bound()
+
+    def find_def(self, name: str) -> Unit | None:
+        """Return the notebook's top-level def of a name (found once), or None."""
+        if name not in self.defs:
+            self.defs[name] = layout.find_def(self.parsed, name)
+        return self.defs[name]
+
+    def where_bound(self, name: str) -> str | None:
+        """Return the first cell that binds a name (parsing the cells skipped so far), or None."""
+        units = (u for p in self.parsed for u in layout.load(p).units)
+        return next((u.cell.label for u in units if name in u.names_bound), None)
 
 
 def _allowed(module: str) -> bool:
@@ -45,7 +57,7 @@ def _allowed(module: str) -> bool:
 
 def context(parsed: list[Parsed]) -> Context:
     """Collect the notebook's imports, defs and bound names."""
-    ctx, seen = Context(), set()
+    ctx, seen = Context(parsed=parsed), set()
     for p in parsed:
         for u in p.units:
             node = u.node
@@ -61,11 +73,9 @@ def context(parsed: list[Parsed]) -> Context:
                     ctx.imported |= set(bound)
                 else:
                     ctx.blocked.update({b: m for b, m in zip(bound, modules * len(bound), strict=False)})
-            elif u.is_def:
-                ctx.defs[node.name] = u
-            for name in nm.binds(node)[0]:
-                ctx.bound_where.setdefault(name, p.cell.label)
-            if u.is_simple and "parameters" in u.bound and isinstance(node.value, (ast.List, ast.Tuple)):
+            targets = getattr(node, "targets", [])
+            parameters = any(isinstance(t, ast.Name) and t.id == "parameters" for t in targets)
+            if parameters and isinstance(node.value, (ast.List, ast.Tuple)):
                 elts = [e.id if isinstance(e, ast.Name) else None for e in node.value.elts]
                 if elts and all(e in fixture.PARAM_NAMES for e in elts):
                     ctx.parameters = elts
@@ -98,8 +108,8 @@ def _resolve(fn: Function, provided: frozenset, pool: list[Unit], ctx: Context, 
                 fn.units = sorted([*fn.units, helpers[-1]], key=lambda u: u.order)
                 added = True
                 break
-            if name in ctx.defs and name not in defs:
-                defs[name] = ctx.defs[name]
+            if name not in defs and ctx.find_def(name) is not None:
+                defs[name] = ctx.find_def(name)
                 added = True
                 break
         if not added:
@@ -110,8 +120,7 @@ def _resolve(fn: Function, provided: frozenset, pool: list[Unit], ctx: Context, 
             text = msg.BLOCKED.format(where=unit.where, code=unit.code, name=name, module=ctx.blocked[name])
         elif ex4 and name in nm.GRADIENT_NAMES:
             text = msg.NO_ASSIGN.format(where=unit.where, code=unit.code, name=name)
-        elif name in ctx.bound_where and ctx.bound_where[name] != unit.cell.label:
-            other = ctx.bound_where[name]
+        elif (other := ctx.where_bound(name)) is not None and other != unit.cell.label:
             text = msg.OUTSIDE.format(where=unit.where, code=unit.code, name=name, other=other)
         else:
             text = msg.UNDEFINED.format(where=unit.where, code=unit.code, name=name)
@@ -120,7 +129,7 @@ def _resolve(fn: Function, provided: frozenset, pool: list[Unit], ctx: Context, 
     seen: set[str] = set()
     for unit in fn.units:
         fn.params += [r for r in unit.reads if r in provided and r not in seen and r not in fn.params]
-        seen |= set(nm.binds(unit.node)[0])
+        seen |= set(unit.names_bound)
 
 
 def _missing(units: list[Unit], provided: frozenset, ctx: Context, defs: dict) -> list[tuple[Unit, str]]:
@@ -131,9 +140,9 @@ def _missing(units: list[Unit], provided: frozenset, ctx: Context, defs: dict) -
         for name in unit.reads:
             if name not in defined and name not in provided and name not in ctx.imported:
                 out.append((unit, name))
-        defined |= set(nm.binds(unit.node)[0])
+        defined |= set(unit.names_bound)
     for d in list(defs.values()):
-        out += [(d, r) for r in d.reads if r in ctx.defs and r not in defs]
+        out += [(d, r) for r in d.reads if r not in defs and ctx.find_def(r) is not None]
     return out
 
 
@@ -144,7 +153,7 @@ def gradient_function(grad: str, cells: list[Parsed], ctx: Context, provided: fr
     for u in pool:
         if grad not in u.writes or u.placeholder:
             continue
-        chain = [u] if nm.is_fresh(u.node, grad) else [*chain, u]
+        chain = [u] if u.fresh(grad) else [*chain, u]
     if not chain:
         return None
     fn = Function(grad, list(chain), returns=grad)
@@ -154,7 +163,7 @@ def gradient_function(grad: str, cells: list[Parsed], ctx: Context, provided: fr
         text = msg.TWO_AT_ONCE.format(where=double.where, code=double.code, names=shown, first=grad)
         fn.problem, fn.problem_unit = text, double
         return fn
-    if not nm.is_fresh(chain[0].node, grad):
+    if not chain[0].fresh(grad):
         fn.problem = msg.UPDATE_FIRST.format(where=chain[0].where, code=chain[0].code, name=grad)
         fn.problem_unit = chain[0]
         return fn

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from grader import fixture
 from grader.notebook import names as nm
@@ -16,21 +17,42 @@ EX4_GRADS = fixture.EX4_GRADS
 FUNCTIONS = {"ex1": EX1_GRADS, "ex2": ("dlogits",), "ex3": ("dhprebn",), "ex4": ("backward",)}
 _MARKER_COMMENT = re.compile(r"#[^\n]*?\bexercise\s*#?\s*([1-4])\b", re.IGNORECASE)
 _MARKER_TEXT = re.compile(r"\bexercise\s*#?\s*([1-4])\b", re.IGNORECASE)
+_GRADIENT_WORD = re.compile(r"\b(?:" + "|".join(sorted(nm.GRADIENT_NAMES)) + r")\b")
+_EAGER = re.compile(_GRADIENT_WORD.pattern + r"|^\s*parameters\s*=", re.MULTILINE)
+_IMPORT_LINE = re.compile(r"^(?:import|from)\s[^\n]*$", re.MULTILINE)
 _LOOKS_LIKE_GRADIENT = re.compile(r"^\s*(d\w+)\s*(?:\[[^\n]*\])?\s*[-+*/]?=(?!=)", re.MULTILINE)
 
 
-@dataclass
+@dataclass(eq=False)
 class Unit:
-    """One statement of a cell, with what it reads and writes."""
+    """One statement of a cell; what it reads and writes is worked out when first asked."""
 
     node: ast.stmt
     cell: Cell
-    order: int  # position in the whole notebook
+    order: float  # position in the whole notebook
     first: int  # its first line in the cell
     lines: list[str]  # its source, dedented
-    writes: list[str] = field(default_factory=list)  # gradient names it assigns or writes into
-    bound: list[str] = field(default_factory=list)  # other names it binds (a helper value or a def)
-    reads: list[str] = field(default_factory=list)
+
+    @cached_property
+    def names_bound(self) -> list[str]:
+        """Return every name the statement binds (targets, loop variables, a def's name)."""
+        return nm.binds(self.node)[0]
+
+    @cached_property
+    def writes(self) -> list[str]:
+        """Return the gradient names it assigns or writes into."""
+        return nm.gradient_writes(self.node) if _GRADIENT_WORD.search("\n".join(self.lines)) else []
+
+    @cached_property
+    def reads(self) -> list[str]:
+        return nm.reads(self.node)
+
+    @cached_property
+    def bound(self) -> list[str]:
+        """Return the other names it binds when it is a helper: a simple assignment of no gradient, or a def."""
+        if self.is_def or (self.is_simple and not self.writes):
+            return [b for b in self.names_bound if b not in nm.GRADIENT_NAMES or self.is_def]
+        return []
 
     @property
     def where(self) -> str:
@@ -55,17 +77,23 @@ class Unit:
     def placeholder(self) -> bool:
         return nm.is_placeholder(self.node)
 
+    def fresh(self, name: str) -> bool:
+        """Return whether it gives `name` a new value without reading the old one (`dX = ...`)."""
+        return nm.is_fresh(self.node, name, self.reads)
 
-@dataclass
+
+@dataclass(eq=False)
 class Parsed:
     """One cell after parsing: its top-level statements, its marker, or why it is not Python."""
 
     cell: Cell
+    index: int = 0  # position in the notebook
     units: list[Unit] = field(default_factory=list)
     tree: ast.Module | None = None
     error: str = ""  # SyntaxError text
     error_line: int = 0
     marker: str | None = None  # 'ex2' when a comment or markdown says "Exercise 2"
+    block: list[Unit] | None | bool = False  # Ex4's training block, once looked for
 
     @property
     def writes(self) -> set[str]:
@@ -107,13 +135,10 @@ def flatten(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def make_unit(node: ast.stmt, cell: Cell, code_lines: list[str], order: int) -> Unit:
+def make_unit(node: ast.stmt, cell: Cell, code_lines: list[str], order: float) -> Unit:
     """Describe one statement."""
     first, lines = source_lines(code_lines, node)
-    unit = Unit(node, cell, order, first, lines, writes=nm.gradient_writes(node), reads=nm.reads(node))
-    if unit.is_def or (unit.is_simple and not unit.writes):
-        unit.bound = [b for b in nm.binds(node)[0] if b not in nm.GRADIENT_NAMES or unit.is_def]
-    return unit
+    return Unit(node, cell, order, first, lines)
 
 
 def _marker(cell: Cell) -> str | None:
@@ -121,27 +146,62 @@ def _marker(cell: Cell) -> str | None:
     return f"ex{m.group(1)}" if m else None
 
 
+def load(p: Parsed) -> Parsed:
+    """Parse one cell into its statements (once); a cell that is not Python keeps its error."""
+    if p.tree is not None or p.error or not p.cell.code.strip():
+        return p
+    p.units = []
+    try:
+        p.tree = ast.parse(p.cell.code)
+    except (SyntaxError, ValueError) as exc:
+        p.error, p.error_line = getattr(exc, "msg", str(exc)), getattr(exc, "lineno", 0) or 0
+        return p
+    code_lines = p.cell.code.splitlines()
+    p.units = [make_unit(node, p.cell, code_lines, p.index * 10000 + k) for k, node in enumerate(flatten(p.tree.body))]
+    return p
+
+
+def _imports_only(p: Parsed) -> Parsed:
+    """Read just the top-level import lines of a cell that assigns no gradient (the rest is parsed on demand)."""
+    code_lines = p.cell.code.splitlines()
+    for m in _IMPORT_LINE.finditer(p.cell.code):
+        line = p.cell.code.count("\n", 0, m.start()) + 1
+        try:
+            (node,) = ast.parse(m.group(0)).body
+        except (SyntaxError, ValueError):
+            return load(p)  # a multi-line import: read the whole cell
+        ast.increment_lineno(node, line - 1)
+        p.units.append(make_unit(node, p.cell, code_lines, p.index * 10000 + line))
+    return p
+
+
 def parse(cells: list[Cell]) -> list[Parsed]:
-    """Parse every code cell into statements; a cell that is not Python keeps its error."""
-    out, order = [], 0
-    for cell in cells:
-        p = Parsed(cell, marker=_marker(cell))
-        if cell.code.strip():
-            try:
-                p.tree = ast.parse(cell.code)
-            except (SyntaxError, ValueError) as exc:
-                p.error, p.error_line = getattr(exc, "msg", str(exc)), getattr(exc, "lineno", 0) or 0
-            else:
-                code_lines = cell.code.splitlines()
-                for node in flatten(p.tree.body):
-                    p.units.append(make_unit(node, cell, code_lines, order))
-                    order += 1
-        out.append(p)
+    """Parse the cells that assign gradients or the parameter list; of the others, only their imports for now."""
+    out = []
+    for k, cell in enumerate(cells):
+        p = Parsed(cell, index=k, marker=_marker(cell))
+        out.append(load(p) if _EAGER.search(cell.code) else _imports_only(p))
     return out
+
+
+def find_def(parsed: list[Parsed], name: str) -> Unit | None:
+    """Return the last top-level def or class of that name in the notebook, parsing the cells that have one."""
+    pattern = re.compile(rf"^(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE)
+    found = None
+    for p in parsed:
+        if pattern.search(p.cell.code):
+            found = next((u for u in reversed(load(p).units) if u.is_def and u.node.name == name), found)
+    return found
 
 
 def training_block(p: Parsed) -> list[Unit] | None:
     """Return the statements after `loss = ...` in the loop that also assigns gradients (Ex4), or None."""
+    if p.block is False:
+        p.block = _training_block(p)
+    return p.block
+
+
+def _training_block(p: Parsed) -> list[Unit] | None:
     found: list = []
 
     def visit(body: list[ast.stmt], in_loop: bool):
@@ -156,7 +216,7 @@ def training_block(p: Parsed) -> list[Unit] | None:
                 if isinstance(getattr(s, child, None), list) and not isinstance(s, ast.FunctionDef):
                     visit(getattr(s, child), in_loop or isinstance(s, (ast.For, ast.While, ast.AsyncFor)))
 
-    if p.tree is None:
+    if p.tree is None or not _GRADIENT_WORD.search(p.cell.code):
         return None
     visit(p.tree.body, False)
     if not found:

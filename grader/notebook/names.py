@@ -70,26 +70,44 @@ def _target_names(target: ast.expr) -> tuple[list[str], list[str]]:
     return [], [base.id] if isinstance(base, ast.Name) else []
 
 
+def _statements(stmt: ast.stmt):
+    """Yield a statement and every statement nested in it, without entering nested defs."""
+    yield stmt
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return
+    children = [*getattr(stmt, "body", []), *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", [])]
+    for handler in getattr(stmt, "handlers", []):
+        children += handler.body
+    for case in getattr(stmt, "cases", []):
+        children += case.body
+    for child in children:
+        if isinstance(child, ast.stmt):
+            yield from _statements(child)
+
+
+def _in_place(value) -> list[str]:
+    """Return [x] when an expression is an in-place method call on a name: `x.index_add_(...)`."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        method = value.func
+        if method.attr.endswith("_") and not method.attr.startswith("_") and isinstance(method.value, ast.Name):
+            return [method.value.id]
+    return []
+
+
 def binds(stmt: ast.stmt) -> tuple[list[str], list[str]]:
     """Return (names bound, names written through indexing or an in-place method) by a statement and its body."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name], []
     bound, through = [], []
-    for sub in ast.walk(stmt):
+    for sub in _statements(stmt):
         targets = []
         if isinstance(sub, ast.Assign):
             targets = sub.targets
-        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign)):
+        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
             targets = [sub.target]
-        elif isinstance(sub, (ast.For, ast.AsyncFor)):
-            targets = [sub.target]
-        elif isinstance(sub, ast.NamedExpr):
-            targets = [sub.target]
-        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is stmt:
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.append(sub.name)
-            break
-        elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute):
-            method = sub.func
-            if method.attr.endswith("_") and not method.attr.startswith("_") and isinstance(method.value, ast.Name):
-                through.append(method.value.id)  # dC.index_add_(...)
+        through += _in_place(getattr(sub, "value", None))
         for t in targets:
             b, w = _target_names(t)
             bound += b
@@ -113,13 +131,13 @@ def is_placeholder(stmt: ast.stmt) -> bool:
     return all(isinstance(v, ast.Constant) and v.value is None for v in values)
 
 
-def is_fresh(stmt: ast.stmt, name: str) -> bool:
+def is_fresh(stmt: ast.stmt, name: str, read: list[str] | None = None) -> bool:
     """Return whether a statement gives `name` a new value without reading the old one (`dX = ...`)."""
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
         return False
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     plain = any(isinstance(t, ast.Name) and t.id == name for t in targets)
-    return plain and name not in reads(stmt)
+    return plain and name not in (reads(stmt) if read is None else read)
 
 
 def autograd_call(stmt: ast.stmt) -> bool:
@@ -134,4 +152,6 @@ def autograd_call(stmt: ast.stmt) -> bool:
 
 def assigns(stmt: ast.stmt, name: str) -> bool:
     """Return whether a simple statement binds `name` (`loss = ...`)."""
-    return isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and name in binds(stmt)[0]
+    if isinstance(stmt, ast.Assign):
+        return any(name in _target_names(t)[0] for t in stmt.targets)
+    return isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and name in _target_names(stmt.target)[0]

@@ -10,6 +10,7 @@ from grader.reports.summary import summarize
 from grader.reports.tables import CANVAS_ASSIGNMENT, canvas_gradebook, gradebook
 
 EMPTY_CLASS = "no submission to grade in {folder}"
+DETAIL_LINE = "{skipped} entries skipped, {flagged} students flagged by intake, {pairs} similar pairs; see report.html"
 
 
 class EmptyClassError(ValueError):
@@ -19,6 +20,13 @@ class EmptyClassError(ValueError):
         self.skipped = list(skipped)
         lines = [EMPTY_CLASS.format(folder=folder)] + [f"  skipped {s.name}: {s.reason}" for s in self.skipped]
         super().__init__("\n".join(lines))
+
+
+def detail_line(summary: dict) -> str:
+    """Return the second line of a batch run's outcome: what was skipped, flagged and found alike."""
+    flagged = {s for who in summary.get("intake_flags", {}).values() for s in who}
+    pairs = len((summary.get("similarity") or {}).get("pairs", []))
+    return DETAIL_LINE.format(skipped=len(summary.get("skipped", [])), flagged=len(flagged), pairs=pairs)
 
 
 def _write_json(path: Path, obj) -> None:

@@ -2,9 +2,9 @@
 
 Each exercise file is cut into its top-level functions (docstrings dropped). copydetect tokenises each one with
 Pygments and replaces every name with one symbol, so renaming variables changes nothing; whitespace and
-comments are ignored. Fingerprints of the released stub, and fingerprints that many students share (the one
-obvious way to write `dlogits @ W2.T`), are removed before comparing: only what a pair shares and few others do
-counts. A pair's score is the share of its fingerprinted code that overlaps, over the functions both wrote.
+comments are ignored. Fingerprints of the released stub, and fingerprints that half the class shares (the one
+obvious way to write `dlogits @ W2.T`), are removed before comparing: what a pair shares and most others do not
+is what counts. A pair's score is the share of its fingerprinted code that overlaps, over the functions both wrote.
 Every k-gram is kept (window 1), so the result does not depend on Python's per-process string hashing.
 """
 

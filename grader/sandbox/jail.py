@@ -29,6 +29,7 @@ CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
 SANDBOX_UID_BASE = 2_100_000_000  # uid of slot k is SANDBOX_UID_BASE + k: far above any real account
 IPC_LIMITS = ("shmmax", "shmall", "shmmni", "msgmni")
+JAIL_PREFIX = "grader-jail-"
 
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True) if sys.platform == "linux" else None
 
@@ -72,7 +73,7 @@ class Jail:
     """An empty, root-owned directory that children chroot into, removed when its creator exits."""
 
     def __init__(self):
-        self.path = tempfile.mkdtemp(prefix="grader-jail-")
+        self.path = tempfile.mkdtemp(prefix=f"{JAIL_PREFIX}{os.getpid()}-")
         os.chmod(self.path, 0o555)
         self.owner = os.getpid()
         atexit.register(self.close)

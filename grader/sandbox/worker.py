@@ -337,6 +337,7 @@ class Worker:
 
     def __exit__(self, *exc):
         self.close()
+        reap(wait=True)
 
 
 _ZOMBIES: list[int] = []
