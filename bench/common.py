@@ -6,7 +6,6 @@ import json
 import os
 import random
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -20,6 +19,8 @@ REFERENCE = ROOT / "reference"
 EXERCISES = ROOT / "exercises"
 CORPUS = ROOT / "tests" / "corpus"
 HOSTILE = ROOT / "tests" / "hostile"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # tests/independent.py writes the class
 PYTHON = sys.executable  # the interpreter itself, never a pyenv shim (a shim adds ~0.1 s of bash per run)
 EX_FILES = ("ex1", "ex2", "ex3", "ex4")
 SECRET = "bench-fixed-secret-so-every-run-draws-the-same-hidden-geometry"  # reproducible gradebooks
@@ -198,15 +199,20 @@ def hostile_cases() -> list[Hostile]:
     return out
 
 
-def write_student(folder: Path, exercise: str | None = None, snippet: str = "", base: Path = REFERENCE) -> Path:
-    """Write a full submission (all four files of base), with a snippet appended to one or more exercise files."""
+def write_student(folder: Path, exercise: str | None = None, snippet: str = "", base: Path | dict = REFERENCE) -> Path:
+    """Write a full submission (all four files of base), with a snippet appended to one or more exercise files.
+
+    base: a folder holding ex1.py .. ex4.py, or {file name: text}.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    for ex in EX_FILES:
-        shutil.copy(base / f"{ex}.py", folder / f"{ex}.py")
+    files = base if isinstance(base, dict) else {f"{ex}.py": (base / f"{ex}.py").read_text() for ex in EX_FILES}
+    files = dict(files)
     if exercise:
         parts = _SECTION.split(snippet)  # [first part, 'ex2', its part, ...]
         for ex, part in [(exercise, parts[0]), *zip(parts[1::2], parts[2::2], strict=True)]:
-            (folder / f"{ex}.py").write_text((base / f"{ex}.py").read_text() + "\n\n" + part)
+            files[f"{ex}.py"] = files[f"{ex}.py"] + "\n\n" + part
+    for name, text in files.items():
+        (folder / name).write_text(text)
     return folder
 
 
@@ -227,9 +233,14 @@ class Student:
 def build_class(subs: Path, n: int, correct_share: float = 0.5, hostile: bool = False) -> list[Student]:
     """Write n full submissions: correct ones, then one per trap snippet in turn; plus every hostile case if asked.
 
-    Every student has all four exercise files. The trap students cycle through the whole tests/corpus (all four
-    exercises, the right-in-another-style `_ok` cases included), so every trap id occurs.
+    Every student has all four exercise files, written in a style of their own (tests/independent.py: different
+    derivations, names and layout per student), so no two files are alike. A trap student's snippet is appended
+    to their own correct files. The trap students cycle through the whole tests/corpus (all four exercises, the
+    right-in-another-style `_ok` cases included), so every trap id occurs. A course.toml with a fixed secret
+    beside subs makes every run draw the same hidden geometry, so runs are byte-comparable.
     """
+    from tests.independent import student_files
+
     subs.mkdir(parents=True, exist_ok=True)
     (subs.parent / "course.toml").write_text(f'secret = "{SECRET}"\n')
     corpus = traps()
@@ -238,18 +249,17 @@ def build_class(subs: Path, n: int, correct_share: float = 0.5, hostile: bool = 
     for i in range(n):
         if i < n_correct:
             s = Student(f"s{i:04d}_correct", "correct")
-            write_student(subs / s.name)
+            write_student(subs / s.name, base=student_files(i))
         else:
             t = corpus[(i - n_correct) % len(corpus)]
             s = Student(f"s{i:04d}_{t.name}", "trap", trap=t)
-            write_student(subs / s.name, t.exercise, t.path.read_text())
+            write_student(subs / s.name, t.exercise, t.path.read_text(), base=student_files(i))
         students.append(s)
     if hostile:
-        for h in hostile_cases():
+        for k, h in enumerate(hostile_cases()):
             s = Student(f"h_{h.name}", "hostile", hostile=h)
-            write_student(subs / s.name, h.exercise, h.path.read_text())
+            write_student(subs / s.name, h.exercise, h.path.read_text(), base=student_files(n + k))
             students.append(s)
-    random.Random(5).shuffle(students)  # not sorted by kind: the pool's order follows the names anyway
     return students
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import json
 import re
 import zipfile
@@ -41,6 +42,14 @@ def _student(root: Path, name: str, exercise: str | None = None, snippet: str = 
     make_submission(root / name, files, base)
 
 
+ODD_FILES = {
+    "odd_fifo": ("ex1", os.mkfifo),  # reading it would block forever
+    "odd_directory": ("ex2", lambda p: p.mkdir()),
+    "odd_device": ("ex3", lambda p: p.symlink_to("/dev/zero")),  # reading it would never end
+    "odd_reference_link": ("ex3", lambda p: p.symlink_to(REFERENCE / "ex3.py")),  # the solution, by link
+}
+
+
 @pytest.fixture(scope="module")
 def class_runs(tmp_path_factory):
     """Grade a calm class, then the same class plus every hostile submission."""
@@ -55,6 +64,10 @@ def class_runs(tmp_path_factory):
     for case in HOSTILE:
         exercise = hostile_expectation(case)[0]
         _student(stormy, f"hostile_{case.stem}", exercise, case.read_text())
+    for student, (exercise, make) in ODD_FILES.items():  # files that are not what their names say
+        make_submission(stormy / student)
+        (stormy / student / f"{exercise}.py").unlink()
+        make(stormy / student / f"{exercise}.py")
     with zipfile.ZipFile(stormy / "erin.zip", "w") as zf:  # a zip with the files in a folder
         for f in REFERENCE.glob("ex*.py"):
             zf.write(f, f"erin_submission/{f.name}")
@@ -93,6 +106,15 @@ def test_hostile_submission_is_contained_and_named(class_runs, case, jobs):
         assert text.strip() in item["message"] or text.strip() in item["traps"], (item["message"], item["traps"])
     others = [i for i in result["items"] if i["exercise"] not in (exercise, *_SECTION.findall(case.read_text()))]
     assert all(i["status"] == "passed" for i in others), "other exercises must still be graded"
+
+
+@pytest.mark.parametrize("student", sorted(ODD_FILES))
+def test_odd_files_are_skipped_with_a_note_and_the_rest_is_graded(class_runs, student):
+    exercise = ODD_FILES[student][0]
+    result = json.loads((class_runs[2] / "students" / f"{student}.json").read_text())
+    assert all(i["status"] != "passed" for i in result["items"] if i["exercise"] == exercise)
+    assert all(i["status"] == "passed" for i in result["items"] if i["exercise"] != exercise)
+    assert any(f"{exercise}.py" in note for note in result.get("notes", [])), result.get("notes")
 
 
 def test_gradebook_and_summary(class_runs):

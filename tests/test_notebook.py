@@ -215,3 +215,23 @@ def test_a_runtime_error_names_the_notebook_cell_and_line(tmp_path):
     items, _, _ = _graded(tmp_path, cells, ("ex1",), only=["dbnbias"])
     assert items["ex1.dbnbias"].status == "error"
     assert items["ex1.dbnbias"].message.endswith(f"at {EX1_CELL}, line 21: `dbnbias = dhpreact.sum(5)`.")
+
+
+def test_without_exercise_markers_the_content_decides():
+    cells = [c for c in lecture.lecture_cells() if c[0] == "code"]
+    cells = [("code", "\n".join(ln for ln in t.splitlines() if "Exercise" not in ln)) for _, t in cells]
+    sources, _ = history_sources([t for _, t in cells])
+    labels = {ex: s.label for ex, s in sources.items()}
+    # the same cells as with the markers (cell k of the file is In [k - 1]: the title cell is markdown)
+    assert labels == {"ex1": "In [10]", "ex2": "In [12]", "ex3": "In [16]", "ex4": "In [18]"}
+
+
+def test_check_is_importable_callable_and_refuses_to_run_outside_a_kernel():
+    import grader.check as module
+    from grader import check
+
+    assert callable(check) and callable(module)
+    with pytest.raises(ValueError, match="check\\(\\) takes"):
+        check("ex5")
+    with pytest.raises(RuntimeError, match="Jupyter, Colab or IPython kernel"):
+        check("ex2")

@@ -40,6 +40,7 @@ class Protections:
 
     pid_ns: bool = False
     ipc_ns: bool = False
+    ipc_limits: bool = False
     net_ns: bool = False
     user_ns: bool = False
     chroot: bool = False
@@ -51,7 +52,8 @@ class Protections:
         """Return the walls this machine does not give, in words."""
         names = {
             "pid_ns": "own PID namespace (a submission could signal other processes of the same user)",
-            "ipc_ns": "own IPC namespace (SysV shared memory)",
+            "ipc_ns": "own IPC namespace (SysV shared memory outliving the sandbox)",
+            "ipc_limits": "SysV shared memory limits (memory outside the address-space limit)",
             "net_ns": "own network namespace (network access)",
             "chroot": "empty file system (files the grading user can read)",
             "own_uid": "own uid per sandbox",
@@ -218,8 +220,7 @@ def enter(jail_path: str, uid: int, limits, pid_ns: bool) -> Protections:
     else:  # inside the user namespace the helper made (fork_child), where that worked
         user_ns = pid_ns
         ipc = net = user_ns and _unshare(CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWNS)
-    if ipc:
-        ipc = all(_write_proc(f"/proc/sys/kernel/{name}", "0") for name in IPC_LIMITS)
+    ipc_limits = ipc and all(_write_proc(f"/proc/sys/kernel/{name}", "0") for name in IPC_LIMITS)
     rlimits = set_limits(limits)
     chroot = False
     try:
@@ -247,7 +248,7 @@ def enter(jail_path: str, uid: int, limits, pid_ns: bool) -> Protections:
         _LIBC.prctl(PR_SET_DUMPABLE, 0)
         _LIBC.clearenv()
     os.environ.clear()
-    return Protections(pid_ns, ipc, net, user_ns, chroot, own_uid, rlimits, "fork")
+    return Protections(pid_ns, ipc, ipc_limits, net, user_ns, chroot, own_uid, rlimits, "fork")
 
 
 def set_limits(limits) -> bool:

@@ -72,7 +72,7 @@ def backend() -> str:
 
 
 _PROBED: dict[str, jail.Protections] = {}
-_FIELDS = ("pid_ns", "ipc_ns", "net_ns", "user_ns", "chroot", "own_uid", "rlimits")
+_FIELDS = ("pid_ns", "ipc_ns", "ipc_limits", "net_ns", "user_ns", "chroot", "own_uid", "rlimits")
 
 
 def protections() -> jail.Protections:
