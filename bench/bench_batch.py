@@ -1,22 +1,31 @@
-"""Throughput of `grade batch` against grading one submission at a time, and the sandbox's per-submission cost.
+"""Time `grade batch` end to end from the shell on a class of full submissions, against the usual autograder.
 
-1. Builds N submissions in a temp dir (copies of reference/, reference/ with an ex1 corpus snippet appended to
-   ex1.py, and stubs; all four exercise files in each) and times grade_batch(jobs=J, progress=False).
-2. Times `grade all --submission X` as a subprocess on a sample of those submissions, takes the median and
-   extrapolates it to N submissions graded one after another.
-3. Times runner.grade (sandboxed) on one submission against grading the same functions in this process (exec the
-   files into namespaces, bind by name from fixture.inputs() + truth, call on both geometries, torch.allclose).
+1. Builds a class of N full submissions (all four files each, every student in a style of their own, see
+   common.build_class): half correct, half with one tests/corpus trap snippet (cycling through all of them).
+2. Times `grade batch SUBS --out OUT --jobs 2 --timeout 3` as a whole process, R rounds. Every run must exit 0,
+   give every student the verdicts their case pins (common.check_student), and write the same gradebook.csv,
+   summary.json and students/*.json, byte for byte, as the first run. With --before DIR (an unpacked older
+   checkout, e.g. `git archive 1a600a0 | tar -x -C DIR`), that version's `grade batch` runs in the same rounds,
+   interleaved, and is checked the same way.
+3. The peer: the same N graded the usual way, one pytest run per submission (bench/peer/autograder.py: the
+   lecture's forward rebuilt with autograd, the lecture's cmp()), --peer-jobs at a time, each run's failures
+   checked against the case. It runs between the batch rounds, so the ratio compares neighbours in time.
+4. With --hostile, a stormy class: the same N plus every tests/hostile case (each a full submission too), graded
+   by `grade batch` only (hostile code is never run outside the sandbox), checked the same way.
+5. The sandbox's cost per submission (bench/sandbox_cost.py): sandboxed runner.grade against the same grading
+   in-process, on a sample of the class; for --before too.
+--golden DIR saves the first run's outputs there, or, when DIR holds a saved run, compares against it (the
+outputs before and after an optimisation must be identical).
 
-Prints only; nothing is asserted. Timings are noisy: every figure says whether it is a median or a best-of.
-
-    python bench/bench_batch.py [--n 200] [--jobs 2] [--sample 8] [--reps 20] [--batch-rounds 1] [--keep DIR]
+    python bench/bench_batch.py [--n 200] [--rounds 3] [--before /tmp/before] [--peer-jobs 2] [--hostile]
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
+import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -25,234 +34,305 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import torch  # noqa: E402
+from common import (  # noqa: E402
+    PYTHON,
+    ROOT,
+    Case,
+    CheckFailed,
+    Run,
+    Student,
+    build_class,
+    check_outdir,
+    clean_env,
+    describe,
+    grade_cmd,
+    paired,
+    ratio_line,
+    traps,
+)
 
-from grader import catalogue, fixture, runner  # noqa: E402
-from grader.batch import grade_batch  # noqa: E402
-from tests.conftest import CORPUS, EXERCISES, make_submission, with_snippet  # noqa: E402
-
-KINDS = ("reference", "snippet", "reference", "snippet", "stubs")  # i % 5: 40% / 40% / 20%
-
-
-def build_submissions(root: Path, n: int) -> list[tuple[str, Path]]:
-    """Write n student folders under root; return (kind, path) for each."""
-    snippets = sorted((CORPUS / "ex1").glob("*.py"))
-    made, k_snip = [], 0
-    for i in range(n):
-        kind = KINDS[i % len(KINDS)]
-        folder = root / f"s{i:04d}"
-        if kind == "reference":
-            make_submission(folder)
-        elif kind == "stubs":
-            make_submission(folder, base=EXERCISES)
-        else:
-            snip = snippets[k_snip % len(snippets)]
-            k_snip += 1
-            with_snippet(folder, "ex1", snip.read_text())
-            kind = f"snippet:{snip.stem}"
-        made.append((kind, folder))
-    return made
-
-
-def run_batch(subs: Path, out_root: Path, n: int, jobs: int, rounds: int) -> float:
-    print(
-        f"== 1. grade_batch(jobs={jobs}, progress=False) on {n} submissions, "
-        f"{rounds} round(s){' (best-of reported)' if rounds > 1 else ''} =="
-    )
-    times = []
-    for r in range(rounds):
-        out = out_root / f"out{r}"
-        t = time.perf_counter()
-        summary = grade_batch(subs, out, jobs=jobs, progress=False)
-        times.append(time.perf_counter() - t)
-    best = min(times)
-    print(
-        f"   wall time: {best:.2f} s"
-        + (f"  (all rounds: {', '.join(f'{x:.2f}' for x in times)})" if rounds > 1 else "")
-    )
-    print(f"   throughput: {n / best:.1f} submissions/s   (target >= 30/s)")
-    print(
-        f"   summary: {summary['students']} students, score mean {summary['score']['mean']}, "
-        f"errored {len(summary['errored'])}, timed out {len(summary['timed_out'])}"
-    )
-    print()
-    return best
-
-
-def run_sequential(made, sample: int, n: int, batch_time: float) -> None:
-    grade = shutil.which("grade") or "grade"
-    sample = max(1, min(sample, len(made)))
-    idx = sorted({round(k * (len(made) - 1) / max(1, sample - 1)) for k in range(sample)})
-    picked = [made[i] for i in idx]  # evenly spread, so the sample mixes reference / snippet / stubs
-    print(
-        f"== 2. sequential: `grade all --submission X` as a subprocess, one at a time, on a sample of "
-        f"{len(picked)} of the {n} submissions (evenly spread) =="
-    )
-    times = []
-    for kind, path in picked:
-        t = time.perf_counter()
-        subprocess.run(
-            [grade, "all", "--submission", str(path)],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
-        times.append(time.perf_counter() - t)
-        print(f"   {path.name} {kind:40s} {times[-1]:.3f} s")
-    med = statistics.median(times)
-    seq = n * med
-    print(f"   median per submission {med:.3f} s (min {min(times):.3f}, max {max(times):.3f})")
-    print(
-        f"   EXTRAPOLATED sequential time for {n} = {n} x {med:.3f} = {seq:.1f} s "
-        f"(not measured: {len(picked)} sampled runs x {n}/{len(picked)})"
-    )
-    print(
-        f"   ratio batch / sequential = {batch_time:.2f} / {seq:.1f} = {100 * batch_time / seq:.2f}%   (target <= 5%)"
-    )
-    print()
+PEER = Path(__file__).resolve().parent / "peer"
+PEER_BLIND = {"shape-mismatch", "hardcoded-size", "mutates-input", "uses-autograd", "stale-state"}
+_PEER_FAILED = re.compile(r"^FAILED \S+::(test_\w+)(?:\[(\w+)\])?", re.M)
+_PEER_COUNTS = re.compile(r"^(?:(\d+) failed, )?(\d+) passed in ", re.M)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# in-process grading of the same functions, no sandbox
+# grade batch, checked
 
 
-def exec_file(path: Path) -> dict:
-    namespace = {"__name__": f"inproc_{path.stem}", "__file__": str(path)}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
-    return namespace
+def batch_case(name, cmd, env, cwd, out: Path, students, reference: dict, strict: bool = True) -> Case:
+    """Return a timed `grade batch` whose every run is checked: exit 0, each student's verdicts, same bytes."""
 
+    def prepare():
+        shutil.rmtree(out, ignore_errors=True)
 
-def bind(fn, call: catalogue.Call, inputs: dict, truth: dict) -> dict:
-    """Bind arguments by parameter name, as the runner does: forward values, parameters, batch, earlier grads."""
-    args = {}
-    for name, p in inspect.signature(fn).parameters.items():
-        if name in inputs:
-            v = inputs[name]
-        elif name in call.grads:
-            v = truth[name]
-        elif p.default is not p.empty:
-            continue
+    def check(r: Run) -> None:
+        if r.rc != 0 or "Traceback" in r.err:
+            raise CheckFailed(f"exit {r.rc}")
+        if not strict:
+            rows = (out / "gradebook.csv").read_text().splitlines()
+            if len(rows) != len(students) + 1:
+                raise CheckFailed(f"gradebook.csv has {len(rows) - 1} rows for {len(students)} students")
+            files = {"gradebook.csv": (out / "gradebook.csv").read_bytes()}
         else:
-            raise TypeError(f"{call.function} asks for {name}")
-        args[name] = v.clone() if isinstance(v, torch.Tensor) else v  # the runner's child clones too
-    return args
+            files = check_outdir(out, students)
+        if not reference:
+            reference.update(files)
+        elif files != reference:
+            changed = sorted(k for k in reference if files.get(k) != reference[k])[:5]
+            raise CheckFailed(f"outputs differ from the first run's: {changed}")
+
+    return Case(name, cmd, check, cwd=cwd, env=env, prepare=prepare)
 
 
-def close(value, truth, atol) -> bool:
-    return (
-        isinstance(value, torch.Tensor)
-        and value.shape == truth.shape
-        and value.dtype == truth.dtype
-        and torch.allclose(value, truth, atol=atol)
+def old_checks(out: Path, students: list[Student]) -> str:
+    """Say how far the older version's per-student JSON meets today's expectations (it predates some traps)."""
+    ok = 0
+    from common import check_student
+
+    misses = []
+    for s in students:
+        try:
+            check_student(s, json.loads((out / "students" / f"{s.name}.json").read_text()))
+            ok += 1
+        except CheckFailed as exc:
+            misses.append(str(exc).split(":")[0])
+    return f"{ok}/{len(students)} students meet today's expected verdicts" + (
+        f" (not: {', '.join(misses[:6])}{' ...' if len(misses) > 6 else ''})" if misses else ""
     )
 
 
-def grade_in_process(folder: Path, exercises=catalogue.EXERCISES) -> tuple[int, int]:
-    """Grade every item of a folder in this process; return (passed, items). Same calls as runner.grade."""
-    passed = total = 0
-    files = {ex: folder / f"{ex}.py" for ex in exercises}
-    with torch.no_grad():
-        for ex in exercises:
-            ns = exec_file(files[ex])
-            for call in catalogue.select((ex,)):
-                fn = ns[call.function]
-                fx_a, fx_b = (catalogue.build_fixture(call, g, None) for g in catalogue.geometries(call))
-                atol = 1e-5 if call.ex4 else 1e-8
-                if call.kind == "training":
-                    ns = exec_file(files[ex])  # the runner re-executes ex4.py before the training steps
-                    fn = ns[call.function]
-                    ok = True
-                    for inputs, truth in fx_a.steps:
-                        out = fn(**bind(fn, call, inputs, truth))
-                        ok &= all(close(out.get(g), truth[g], atol) for g in fixture.EX4_GRADS)
-                    passed += ok
-                    total += 1
-                    continue
-                out_a = fn(**bind(fn, call, fx_a.inputs(), fx_a.truth))
-                if call.ex4:
-                    ns = exec_file(files[ex])  # geometry B starts from a freshly executed file
-                    fn = ns[call.function]
-                out_b = fn(**bind(fn, call, fx_b.inputs(), fx_b.truth))
-                for item in call.items:
-                    key = "d" + item.var
-                    va = out_a[key] if call.kind == "dict" else out_a
-                    vb = out_b[key] if call.kind == "dict" else out_b
-                    passed += close(va, fx_a.truth[key], atol) and close(vb, fx_b.truth[key], atol)
-                    total += 1
-    return passed, total
+# ---------------------------------------------------------------------------------------------------------------
+# the peer: a pytest run per submission
 
 
-def run_overhead(folder: Path, reps: int) -> None:
-    print(
-        f"== 3. one submission ({folder.name}, all four exercises): sandboxed runner.grade vs in-process, "
-        f"median of {reps} after 3 warm-ups =="
-    )
-    torch.set_num_threads(1)  # as runner.grade does; both sides run in this process with one thread
-    for call in catalogue.select(catalogue.EXERCISES):
-        for g in catalogue.geometries(call):
-            catalogue.build_fixture(call, g, None)
-    for _ in range(3):
-        r = runner.grade(folder)
-        ip = grade_in_process(folder)
-    sandboxed, inproc = [], []
-    for _ in range(reps):  # interleaved, so drift hits both alike
-        t = time.perf_counter()
-        r = runner.grade(folder)
-        sandboxed.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        ip = grade_in_process(folder)
-        inproc.append(time.perf_counter() - t)
-    s, i = statistics.median(sandboxed), statistics.median(inproc)
-    n_pass = sum(x.status == "passed" for x in r.items)
-    print(
-        f"   sandboxed runner.grade            {s * 1e3:7.2f} ms   (min {min(sandboxed) * 1e3:.2f}; "
-        f"{n_pass}/{len(r.items)} items passed)"
-    )
-    print(
-        f"   in-process exec + call + allclose {i * 1e3:7.2f} ms   (min {min(inproc) * 1e3:.2f}; "
-        f"{ip[0]}/{ip[1]} items passed)"
-    )
-    print(f"   sandbox overhead per submission: {(s - i) * 1e3:.2f} ms  ({s / i:.1f}x)")
-    print()
+def peer_item(test: str, param: str | None) -> str:
+    """Return the grader's item id of a peer test id."""
+    if test == "test_ex1":
+        return f"ex1.{param}"
+    if test == "test_ex4":
+        return f"ex4.d{param}"
+    return {"test_ex2": "ex2.dlogits", "test_ex3": "ex3.dhprebn", "test_ex4_training": "ex4.training"}[test]
+
+
+def check_peer(s: Student, r: Run) -> None:
+    """Raise CheckFailed unless a peer run judged its 36 items and failed what its case makes it fail."""
+    m = _PEER_COUNTS.search(r.out)
+    if not m or r.rc not in (0, 1):
+        raise CheckFailed(f"{s.name}: the peer's pytest did not finish (exit {r.rc})\n{r.out[-800:]}{r.err[-800:]}")
+    failed_n, passed_n = int(m.group(1) or 0), int(m.group(2))
+    failed = {peer_item(t, p) for t, p in _PEER_FAILED.findall(r.out)}
+    if failed_n + passed_n != 36 or len(failed) != failed_n:
+        raise CheckFailed(f"{s.name}: the peer judged {failed_n + passed_n} items, {len(failed)} named failures")
+    if s.kind == "correct":
+        if failed:
+            raise CheckFailed(f"{s.name}: a correct submission failed the peer's {sorted(failed)}")
+        return
+    t = s.trap
+    allowed = {t.item}
+    if t.exercise == "ex4":  # an ex4 snippet replaces the whole backward
+        allowed |= {f"ex4.d{p}" for p in "C W1 b1 W2 b2 bngain bnbias".split()} | {"ex4.training"}
+    if not failed <= allowed:
+        raise CheckFailed(f"{s.name}: the peer failed {sorted(failed - allowed)}, outside {t.item}")
+    if t.status == "failed" and not (set(t.traps) & PEER_BLIND) and t.item not in failed:
+        raise CheckFailed(f"{s.name}: the peer passed {t.item}, which is wrong in values ({t.traps})")
+
+
+def run_peer(students: list[Student], subs: Path, jobs: int) -> float:
+    """Grade every student with the peer, `jobs` pytest processes at a time; return the wall time of all."""
+    cmd = [PYTHON, "-m", "pytest", "-c", str(PEER / "pytest.ini"), str(PEER / "autograder.py"), "-rf"]
+    todo = list(students)
+    running: dict = {}
+    start = time.perf_counter()
+    while todo or running:
+        while todo and len(running) < jobs:
+            s = todo.pop(0)
+            env = clean_env(PEER_SUBMISSION=str(subs / s.name))
+            p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            running[p] = (s, time.perf_counter())
+        done = None
+        while done is None:
+            for p in running:
+                if p.poll() is not None:
+                    done = p
+                    break
+            else:
+                time.sleep(0.002)
+        out, err = done.communicate()
+        s, t0 = running.pop(done)
+        check_peer(s, Run(time.perf_counter() - t0, done.returncode, out, err))
+    return time.perf_counter() - start
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def sandbox_cost(subs: Path, sample: int, rounds: int, before: Path | None) -> None:
+    """Run bench/sandbox_cost.py for this checkout (and the older one) and print its figures."""
+    script = Path(__file__).resolve().parent / "sandbox_cost.py"
+    args = ["--subs", str(subs), "--sample", str(sample), "--rounds", str(rounds), "--json"]
+    versions = [("this checkout", clean_env(), ROOT)]
+    if before is not None:
+        versions.append((f"before ({before})", clean_env(PYTHONPATH=str(before)), before))
+    for label, env, cwd in versions:
+        p = subprocess.run([PYTHON, str(script), *args], env=env, cwd=cwd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise CheckFailed(f"sandbox_cost.py ({label}) failed:\n{p.stdout[-1500:]}{p.stderr[-1500:]}")
+        d = json.loads(p.stdout.strip().splitlines()[-1])
+        ms = 1e-3
+        print(f"   {label}: grader {d['grader']}, {d['sample']} submissions x {d['rounds']} rounds, verdicts identical")
+        print(f"      sandboxed runner.grade      {describe([x * ms for x in d['sandboxed_ms']], 'ms', 1e3, 1)}")
+        print(f"      in-process, same judging    {describe([x * ms for x in d['inproc_ms']], 'ms', 1e3, 1)}")
+        print(f"      sandbox cost per submission {describe([x * ms for x in d['diff_ms']], 'ms', 1e3, 1)} (paired)")
+
+
+def golden(files: dict, where: Path | None) -> None:
+    """Save a run's outputs to where, or compare them with the run saved there."""
+    if where is None:
+        return
+    saved = sorted(p for p in where.rglob("*") if p.is_file()) if where.is_dir() else []
+    if not saved:
+        for name, data in files.items():
+            (where / name).parent.mkdir(parents=True, exist_ok=True)
+            (where / name).write_bytes(data)
+        print(f"   golden: saved {len(files)} files to {where}")
+        return
+    old = {str(p.relative_to(where)): p.read_bytes() for p in saved}
+    diff = sorted(k for k in set(old) | set(files) if old.get(k) != files.get(k))
+    if diff:
+        raise CheckFailed(f"outputs differ from the golden run in {where}: {diff[:10]} ({len(diff)} files)")
+    print(f"   golden: all {len(files)} files identical to the run saved in {where}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=200, help="submissions in the batch")
-    ap.add_argument("--jobs", type=int, default=2, help="grade_batch workers")
-    ap.add_argument("--batch-rounds", type=int, default=1, help="repeat the batch, report the best")
-    ap.add_argument("--sample", type=int, default=8, help="submissions graded one at a time by `grade all`")
-    ap.add_argument("--reps", type=int, default=20, help="repetitions for the sandbox-overhead medians")
-    ap.add_argument("--keep", type=Path, default=None, help="build the submissions here and keep them")
+    ap.add_argument("--n", type=int, default=200, help="submissions in the class")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", default="3")
+    ap.add_argument("--rounds", type=int, default=3, help="timed `grade batch` runs (per version)")
+    ap.add_argument("--before", type=Path, default=None, help="an unpacked older checkout to time alongside")
+    ap.add_argument("--peer-jobs", type=int, default=2, help="peer pytest processes at a time (0: skip the peer)")
+    ap.add_argument("--hostile", action="store_true", help="also time a class with every tests/hostile case")
+    ap.add_argument("--hostile-rounds", type=int, default=1)
+    ap.add_argument("--sandbox-sample", type=int, default=24, help="submissions in the sandbox-cost sample (0: skip)")
+    ap.add_argument("--sandbox-rounds", type=int, default=5)
+    ap.add_argument("--golden", type=Path, default=None, help="save, or compare with, a run's outputs")
+    ap.add_argument("--keep", type=Path, default=None, help="build the class here and keep it")
     args = ap.parse_args()
-    print(
-        f"bench_batch: {os.cpu_count()} CPUs, torch {torch.__version__}; timings are noisy, every figure says "
-        "how it was aggregated"
-    )
-    tmp = tempfile.mkdtemp(prefix="bench-batch-") if args.keep is None else str(args.keep)
+    print(f"bench_batch: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; python {PYTHON}")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-batch-") if args.keep is None else args.keep)
     try:
-        subs = Path(tmp) / "subs"
-        subs.mkdir(parents=True, exist_ok=True)
-        t = time.perf_counter()
-        made = build_submissions(subs, args.n)
-        kinds = [k.split(":")[0] for k, _ in made]
-        print(
-            f"built {args.n} submissions in {time.perf_counter() - t:.2f} s: "
-            + ", ".join(f"{kinds.count(k)} {k}" for k in ("reference", "snippet", "stubs"))
-            + f" (snippets cycle through {len(list((CORPUS / 'ex1').glob('*.py')))} tests/corpus/ex1 files)"
-        )
-        print()
-        batch_time = run_batch(subs, Path(tmp), args.n, args.jobs, args.batch_rounds)
-        run_sequential(made, args.sample, args.n, batch_time)
-        run_overhead(made[0][1], args.reps)
+        _main(args, tmp)
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _main(args, tmp: Path) -> None:
+    subs = tmp / "class" / "subs"
+    students = build_class(subs, args.n)
+    trapped = [s.trap for s in students if s.kind == "trap"]
+    ids = {t for tr in trapped for t in tr.traps}
+    n_cases = len(traps())
+    print(
+        f"class: {args.n} full submissions, {sum(s.kind == 'correct' for s in students)} correct, {len(trapped)} "
+        f"with a trap snippet ({len({t.path for t in trapped})} of the {n_cases} tests/corpus cases, {len(ids)} "
+        f"trap ids); every student written in a style of their own"
+    )
+    flags = ["--jobs", str(args.jobs), "--timeout", args.timeout]
+    after_ref: dict = {}
+    cases = [
+        batch_case(
+            f"grade batch ({args.n})",
+            [*grade_cmd(), "batch", str(subs), "--out", str(tmp / "out_after"), *flags],
+            clean_env(),
+            ROOT,
+            tmp / "out_after",
+            students,
+            after_ref,
+        )
+    ]
+    if args.before is not None:
+        cases.append(
+            batch_case(
+                f"grade batch ({args.n}), before",
+                [PYTHON, "-m", "grader", "batch", str(subs), "--out", str(tmp / "out_before"), *flags],
+                clean_env(PYTHONPATH=str(args.before)),
+                args.before,
+                tmp / "out_before",
+                students,
+                {},
+                strict=False,
+            )
+        )
+    print(
+        f"\n== 1. `grade batch SUBS --out OUT {' '.join(flags)}`, whole processes from the shell, {args.rounds} "
+        f"round(s){' interleaved with the older version' if args.before else ''}; every run checked =="
+    )
+    first = args.rounds // 2 if args.peer_jobs else args.rounds
+    paired(cases, first, warmup=1)
+    peer_wall = None
+    if args.peer_jobs:
+        peer_wall = run_peer(students, subs, args.peer_jobs)
+    paired(cases, args.rounds - first, warmup=0)
+    after = cases[0]
+    for c in cases:
+        rate = [args.n / x for x in c.times]
+        print(f"   {c.name:32s} {describe(c.times)}; {describe(rate, 'subs/s', 1, 1)}")
+    rate = args.n / statistics.median(after.times)
+    print(f"   throughput `grade batch` of {args.n}: {rate:.1f} subs/s (N / median wall; target >= 40)")
+    if args.before is not None:
+        print(f"   before: {old_checks(tmp / 'out_before', students)}")
+        print("   " + ratio_line("wall before / wall after", cases[1].times, after.times))
+    golden(after_ref, args.golden)
+
+    if peer_wall is not None:
+        print(
+            f"\n== 2. the peer: one pytest run per submission (bench/peer/autograder.py), {args.peer_jobs} at a "
+            f"time, all {args.n}, each run's failures checked; run between the batch rounds above =="
+        )
+        print(f"   peer, all {args.n}: {peer_wall:.1f} s wall ({args.n / peer_wall:.2f} subs/s)")
+        med = statistics.median(after.times)
+        print(
+            f"   peer / grade batch: {peer_wall / med:.1f}x slower (peer wall / batch median; batch range "
+            f"{peer_wall / max(after.times):.1f}-{peer_wall / min(after.times):.1f}x)   target: keep >= 50x"
+        )
+
+    if args.hostile:
+        stormy = tmp / "stormy" / "subs"
+        stormy_students = build_class(stormy, args.n, hostile=True)
+        n_h = len(stormy_students) - args.n
+        print(
+            f"\n== 3. the stormy class: the same {args.n} plus {n_h} tests/hostile cases (full submissions), "
+            f"{args.hostile_rounds} round(s), every run checked =="
+        )
+        sc = batch_case(
+            f"grade batch ({args.n} + {n_h} hostile)",
+            [*grade_cmd(), "batch", str(stormy), "--out", str(tmp / "out_stormy"), *flags],
+            clean_env(),
+            ROOT,
+            tmp / "out_stormy",
+            stormy_students,
+            {},
+        )
+        paired([sc], args.hostile_rounds, warmup=0)
+        total = len(stormy_students)
+        print(f"   {sc.name:32s} {describe(sc.times)}; {total / statistics.median(sc.times):.1f} subs/s")
+
+    if args.sandbox_sample:
+        print(
+            f"\n== 4. the sandbox's cost per submission: sandboxed runner.grade vs the same grading in-process "
+            f"(bench/sandbox_cost.py), warm process, {args.sandbox_sample} of the class x {args.sandbox_rounds} =="
+        )
+        sandbox_cost(subs, args.sandbox_sample, args.sandbox_rounds, args.before)
+
+
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except CheckFailed as exc:
+        print(f"CHECK FAILED, no figure of this run counts:\n{exc}", file=sys.stderr)
+        sys.exit(1)

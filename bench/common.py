@@ -83,11 +83,14 @@ class Case:
     check: Callable[[Run], None]
     cwd: Path | None = None
     env: dict | None = None
+    prepare: Callable[[], None] | None = None  # run before each timed run, outside the timing (clear an OUT)
     times: list = field(default_factory=list)
     runs: list = field(default_factory=list)
 
     def once(self) -> Run:
         """Run, check and return one run (not recorded)."""
+        if self.prepare is not None:
+            self.prepare()
         r = run(self.cmd, cwd=self.cwd, env=self.env)
         try:
             self.check(r)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import torch
@@ -17,6 +19,12 @@ from grader.reports.tables import GRADEBOOK_COLUMNS, gradebook  # noqa: F401 (re
 from grader.sandbox import Limits, jail, protections
 
 MANIFEST = "manifest.json"
+
+
+class BatchNeedsLinux(RuntimeError):
+    """`grade batch` was run on a platform without fork and namespaces."""
+
+
 PER_STUDENT_TIMEOUTS = 40  # a grading process may take this many per-call timeouts in all
 
 
@@ -57,6 +65,11 @@ def grade_batch(
     policy: Policy | None = None,
 ) -> dict:
     """Grade every submission in a folder into OUT and return the class summary."""
+    if not hasattr(os, "fork") or sys.platform != "linux":
+        raise BatchNeedsLinux(
+            "grade batch needs Linux: it forks a grading process per student and sandboxes each in "
+            "its own namespaces. Grade single submissions here with `grade all --submission DIR`."
+        )
     limits = limits or Limits()
     policy = policy or Policy()
     entries, skipped = discover(submissions)

@@ -135,3 +135,13 @@ def test_the_fallback_sandbox_grades_without_fork(tmp_path, monkeypatch):
     by = {i.name: i for i in result.items}
     assert by["dlogprobs"].status == "passed"
     assert by["dh"].status in ("failed", "error") and by["dh"].status != "passed"
+
+
+def test_student_commands_run_through_the_fallback_and_say_what_is_off():
+    env = {**os.environ, "GRADER_SANDBOX": "spawn"}
+    cmd = [sys.executable, "-m", "grader", "ex2", "--submission", str(REFERENCE)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "ex2.dlogits" in done.stdout and "passed" in done.stdout
+    (line,) = [ln for ln in done.stderr.splitlines() if "off on this platform" in ln]
+    assert line.startswith("sandbox (spawn):") and "own PID namespace" in line

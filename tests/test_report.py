@@ -32,7 +32,7 @@ HEADLESS = (
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Grade a small class: full marks, the dC trap, the stub, an error, a copier, and entries to skip."""
+    """Grade a small class: full marks, the dC trap, the stub, an error, private internals, an entry to skip."""
     subs = tmp_path_factory.mktemp("subs")
     make_submission(subs / "ada")
     dc = (REFERENCE / "ex1.py").read_text() + "\n\n" + (CORPUS / "ex1" / "dC_fancy_index_add.py").read_text()
@@ -40,6 +40,8 @@ def graded(tmp_path_factory):
     make_submission(subs / "cleo", base=EXERCISES)
     make_submission(subs / "dan", {"ex2.py": "def dlogits(logits, Yb, n):\n    return 1 / 0\n"})
     make_submission(subs / "=2+5")
+    private = (REFERENCE / "ex2.py").read_text().replace("    d /= n", "    d /= n\n    torch._C._get_tracing_state()")
+    make_submission(subs / "eve", {"ex2.py": private})
     (subs / "notes.txt").write_text("not a submission")
     out = tmp_path_factory.mktemp("out")
     summary = grade_batch(subs, out, jobs=2, limits=LIMITS, progress=False)
@@ -95,14 +97,14 @@ def test_report_in_a_browser(graded, browser, tmp_path):
     assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
 
     # the table: one row per student, sorted by id; a click on "score" sorts ascending, a second descending
-    assert _column(browser, 0) == ["=2+5", "ada", "bob", "cleo", "dan"]
+    assert _column(browser, 0) == ["=2+5", "ada", "bob", "cleo", "dan", "eve"]
     score = browser.find_element(By.XPATH, "//table[@id='student-table']//th[button='score']")
     score.find_element(By.TAG_NAME, "button").click()
     assert score.get_attribute("aria-sort") == "ascending"
-    assert [float(x) for x in _column(browser, 2)] == [0, 40, 41, 42, 42]
+    assert [float(x) for x in _column(browser, 2)] == [0, 40, 41, 42, 42, 42]
     assert _column(browser, 0)[:3] == ["cleo", "dan", "bob"]
     score.find_element(By.TAG_NAME, "button").click()
-    assert [float(x) for x in _column(browser, 2)] == [42, 42, 41, 40, 0]
+    assert [float(x) for x in _column(browser, 2)] == [42, 42, 42, 41, 40, 0]
     assert _column(browser, 0)[-1] == "cleo"
 
     # follow bob's link to his detail: every item, the trap, and the file that was graded
@@ -117,12 +119,19 @@ def test_report_in_a_browser(graded, browser, tmp_path):
 
     # histogram: every student is in one bin
     counts = [int(r.get_attribute("data-count")) for r in browser.find_elements(By.CSS_SELECTOR, "rect.bin")]
-    assert sum(counts) == 5
+    assert sum(counts) == 6
     # traps: meaning and who; flags; skipped entries; similarity
     trap_row = browser.find_element(By.ID, "trap-dC-repeated-rows")
     assert TRAPS["dC-repeated-rows"].concept[:40] in trap_row.text and "bob" in trap_row.text
     flag = browser.find_element(By.CSS_SELECTOR, "#flag-table tr[data-flag='error']")
     assert "dan" in flag.text and FLAG_MEANING["error"] in flag.text
+    private = browser.find_element(By.CSS_SELECTOR, "#flag-table tr[data-flag='private-internals']")
+    assert "eve" in private.text and "dan" not in private.text
+    eve_row = browser.find_element(By.CSS_SELECTOR, "#student-table tr[data-student='eve']")
+    assert "private-internals" in eve_row.text
+    assert "private attribute ._C" in browser.find_element(
+        By.CSS_SELECTOR, "section[data-student='eve'] ul.private"
+    ).get_attribute("textContent")
     assert "notes.txt" in browser.find_element(By.ID, "skipped-table").text
     sim = browser.find_element(By.XPATH, "//h2[@id='similarity']/following-sibling::p[1]").text
     assert f"{summary['similarity']['compared_pairs']} pairs compared" in sim

@@ -12,7 +12,6 @@ import pytest
 from grader.batch import grade_batch
 from grader.intake import read_submission
 from grader.reports import similarity
-from grader.runner import grade
 from grader.sandbox import Limits
 from tests.conftest import EXERCISES, ROOT
 from tests.independent import copied_and_renamed, student_files, write_class
@@ -24,16 +23,19 @@ def _sources(root, ids):
 
 @pytest.fixture(scope="module")
 def klass(tmp_path_factory):
+    """Write the 20 independent students and the copier, compare them, and grade them all with grade batch."""
     root = tmp_path_factory.mktemp("similarity")
     ids = write_class(root, copy_of=3)
-    return root, ids, similarity.compare_class(_sources(root, ids))
+    out = tmp_path_factory.mktemp("out")
+    summary = grade_batch(root, out, jobs=2, limits=Limits(timeout=2.0, memory_mb=1024), progress=False)
+    return root, ids, similarity.compare_class(_sources(root, ids)), out, summary
 
 
 def test_the_independent_solutions_are_correct_and_different(klass):
-    root, ids, _ = klass
+    _, ids, _, out, _ = klass
     for s in ids:
-        result = grade(root / s)
-        assert result.score == result.max_score, (s, [i.id for i in result.items if i.status != "passed"])
+        result = json.loads((out / "students" / f"{s}.json").read_text())
+        assert result["score"] == result["max_score"] == 42, s
     texts = [json.dumps(student_files(k), sort_keys=True) for k in range(20)]
     assert len(set(texts)) == 20
     copy, original = copied_and_renamed(student_files(3)), student_files(3)
@@ -41,7 +43,7 @@ def test_the_independent_solutions_are_correct_and_different(klass):
 
 
 def test_the_copier_is_flagged_and_no_independent_pair_is(klass):
-    _, ids, result = klass
+    _, ids, result, *_ = klass
     pairs = [(p.a, p.b) for p in result.pairs]
     assert pairs == [("copier", "indep03")]
     copier = result.pairs[0]
@@ -51,7 +53,7 @@ def test_the_copier_is_flagged_and_no_independent_pair_is(klass):
 
 
 def test_independent_scores_stay_well_below_the_threshold(klass):
-    root, ids, _ = klass
+    root, ids, *_ = klass
     independent = [s for s in ids if s != "copier"]
     saved = similarity.THRESHOLD, similarity.MIN_OVERLAP
     similarity.THRESHOLD, similarity.MIN_OVERLAP = 0.0, 0
@@ -73,7 +75,7 @@ def test_the_stub_every_student_shares_is_ignored(tmp_path):
 
 
 def test_scores_do_not_depend_on_python_hash_seed(klass):
-    root, ids, result = klass
+    root, ids, result, *_ = klass
     code = (
         "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[2]);"
         "from tests.test_similarity import _sources; from grader.reports.similarity import compare_class;"
@@ -86,10 +88,8 @@ def test_scores_do_not_depend_on_python_hash_seed(klass):
     assert json.loads(out.stdout) == json.loads(json.dumps(result.to_dict()))
 
 
-def test_batch_lists_the_pair_with_its_functions_side_by_side(klass, tmp_path):
-    root, _, _ = klass
-    out = tmp_path / "out"
-    summary = grade_batch(root, out, jobs=2, limits=Limits(timeout=2.0, memory_mb=1024), progress=False)
+def test_batch_lists_the_pair_with_its_functions_side_by_side(klass):
+    *_, out, summary = klass
     sim = summary["similarity"]
     assert [(p["a"], p["b"]) for p in sim["pairs"]] == [("copier", "indep03")]
     assert sim["library"] == "copydetect"

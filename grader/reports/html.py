@@ -24,7 +24,7 @@ FLAG_MEANING = {
     "error": "an item raised, or the sandbox stopped (crash, memory, blocked import)",
     "timeout": "an item ran past the time limit",
     "uses-autograd": "called autograd, which the exercise forbids",
-    "private-internals": "reached into private torch or grader internals",
+    "private-internals": "reaches into private torch or interpreter internals (read from the source)",
     "ambiguous": "several different files could be the exercise; the one graded is named in the detail",
     "unreadable": "an exercise file could not be read or decoded",
     "stub": "an exercise file is the unmodified stub",
@@ -102,6 +102,8 @@ def _student_flags(r: dict) -> list[str]:
         if item["status"] in ("error", "timeout"):
             flags.add(item["status"])
         flags.update(t for t in item["traps"] if t in FLAG_MEANING)
+    if (r.get("flags") or {}).get("private_internals"):
+        flags.add("private-internals")
     return sorted(flags)
 
 
@@ -253,6 +255,11 @@ def _detail(s: str, r: dict, anchor: str) -> str:
     graded = r.get("graded_files") or {}
     files = "".join(f"<li>{_e(ex)}: <code>{_e(f)}</code></li>" for ex, f in sorted(graded.items())) or "<li>none</li>"
     notes = "".join(f"<li>{_e(n)}</li>" for n in r.get("notes") or [])
+    private = "".join(
+        f"<li>{_e(f.get('exercise'))} line {_e(f.get('line'))}: {_e(f.get('what'))}: "
+        f"<code>{_e(f.get('code'))}</code></li>"
+        for f in (r.get("flags") or {}).get("private_internals") or []
+    )
     rows = "".join(
         f'<tr><td>{_e(i["id"])}</td><td class="st-{_e(i["status"])}">{_e(i["status"])}</td>'
         f'<td class="num">{_num(i["score"])}/{_num(i["max_score"])}</td><td>{_e(", ".join(i["traps"]))}</td>'
@@ -265,6 +272,7 @@ def _detail(s: str, r: dict, anchor: str) -> str:
         + (f"<p>{who}</p>" if who else "")
         + f'<p>Graded files:</p><ul class="graded-files">{files}</ul>'
         + (f"<p>Intake notes:</p><ul>{notes}</ul>" if notes else "")
+        + (f'<p>Reaches into internals:</p><ul class="private">{private}</ul>' if private else "")
         + f"<table><tr><th>item</th><th>status</th><th>score</th><th>traps</th><th>message</th></tr>{rows}</table>"
         + '<p><a href="#students">back to the table</a></p></section>'
     )

@@ -8,7 +8,8 @@ from grader import catalogue
 from grader.results import STATUSES
 
 # traps that say more about how the code ran than about the maths; the report lists them with the sandbox flags
-SANDBOX_TRAPS = ("uses-autograd", "private-internals")
+SANDBOX_TRAPS = ("uses-autograd",)
+PRIVATE = "private-internals"  # the runner's result["flags"]["private_internals"]: reaching into internals
 
 
 def summarize(students: dict[str, dict], skipped=(), stale=()) -> dict:
@@ -17,6 +18,7 @@ def summarize(students: dict[str, dict], skipped=(), stale=()) -> dict:
     trap_students: dict[str, set] = {}
     errored, timed_out = set(), set()
     intake_flags: dict[str, set] = {}
+    private = set()
     scores = []
     for student in sorted(students):
         r = students[student]
@@ -30,12 +32,16 @@ def summarize(students: dict[str, dict], skipped=(), stale=()) -> dict:
                 errored.add(student)
             if item["status"] == "timeout":
                 timed_out.add(student)
+        if (r.get("flags") or {}).get("private_internals"):
+            private.add(student)
         for flag in r.get("intake_flags") or []:
             intake_flags.setdefault(flag, set()).add(student)
     sandbox = {"error": sorted(errored), "timeout": sorted(timed_out)}
     for t in SANDBOX_TRAPS:
         if t in trap_students:
             sandbox[t] = sorted(trap_students[t])
+    if private:
+        sandbox[PRIVATE] = sorted(private)
     n = len(students)
     return {
         "students": n,
