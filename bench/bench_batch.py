@@ -82,10 +82,20 @@ def batch_case(name, cmd, env, cwd, out: Path, students, reference: dict, strict
         if not reference:
             reference.update(files)
         elif files != reference:
-            changed = sorted(k for k in reference if files.get(k) != reference[k])[:5]
-            raise CheckFailed(f"outputs differ from the first run's: {changed}")
+            changed = sorted(k for k in reference if files.get(k) != reference[k])
+            raise CheckFailed(f"outputs differ from the first run's: {changed[:5]}\n{_diff(reference, files, changed)}")
 
     return Case(name, cmd, check, cwd=cwd, env=env, prepare=prepare)
+
+
+def _diff(a: dict, b: dict, names: list) -> str:
+    """Return the first lines of a diff of the first differing file."""
+    import difflib
+
+    if not names:
+        return ""
+    x, y = (d.get(names[0], b"").decode(errors="replace").splitlines() for d in (a, b))
+    return "\n".join(list(difflib.unified_diff(x, y, names[0], names[0], lineterm="", n=1))[:40])
 
 
 def old_checks(out: Path, students: list[Student]) -> str:

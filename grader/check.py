@@ -27,7 +27,7 @@ def _history() -> tuple[list[str], list[int]]:
     from IPython import get_ipython
 
     shell = get_ipython()
-    if shell is None:
+    if shell is None or getattr(shell, "history_manager", None) is None:
         raise RuntimeError(msg.CHECK_OUTSIDE)
     raw = list(shell.history_manager.input_hist_raw)
     numbers = [k for k in range(1, len(raw)) if raw[k].strip()]

@@ -12,6 +12,7 @@ from functools import cache
 import torch
 import torch.nn.functional as F
 
+from grader import arena
 from grader import corpus as corpus_mod
 
 # Backprop order of Ex1: every variable whose gradient a student derives by hand.
@@ -268,7 +269,7 @@ class Fixture:
     def variant(self, v: Variant) -> dict[str, torch.Tensor]:
         """Return the gradients a known-wrong backward pass would give on this fixture (cached)."""
         if v not in self.variants:
-            self.variants[v] = autograd_truth(self.params, self.Xb, self.Yb, v)[1]
+            self.variants[v] = arena.seal_all(autograd_truth(self.params, self.Xb, self.Yb, v)[1])
         return self.variants[v]
 
 
@@ -299,17 +300,17 @@ def build(g: Geometry, data: str | None = None, ex4: bool = False) -> Fixture:
     Xb, Yb = sample_batch(examples, g.n, batch_gen)  # (32, 3), (32,)
     if ex4:
         tensors, _, truth = _ex4_inputs(params, Xb, Yb)
-        fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, truth)
+        fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, arena.seal_all(truth))
         # ex4.training: consecutive SGD steps driven by autograd; the student is fed each step's forward
         p = {k: v.clone() for k, v in params.items()}
         for _ in range(TRAINING_STEPS):
             xs, ys = sample_batch(examples, g.n, batch_gen)
             _, inputs, grads = _ex4_inputs(p, xs, ys)
-            fx.steps.append((inputs, grads))
+            fx.steps.append((arena.seal_all(inputs), arena.seal_all(grads)))
             p = {k: p[k] - TRAINING_LR * grads["d" + k] for k in p}
     else:
         tensors, truth = autograd_truth(params, Xb, Yb)
-        fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, truth)
+        fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, arena.seal_all(truth))
     _BUILT[key] = fx
     return fx
 

@@ -364,15 +364,15 @@ def _expected_shape(item: catalogue.Item, fx: fixture.Fixture) -> list:
 def _failure_message(out: Outcome, doing: str) -> tuple[str, str]:
     """Return (status, message) for a call that raised, hung or crashed."""
     loading = doing.startswith("loading ")  # a whole file: its message says what none of its items could do
-    if out.failure == "timeout":
-        rest = (
-            "so none of its functions could be graded. Look for a loop at the top level of the file."
-            if loading
-            else "the other items were graded as usual."
+    if out.failure == "timeout" and loading:
+        return "timeout", (
+            f"Timed out while {doing}: {out.reason}, so none of its functions could be graded. Look for a loop "
+            f"at the top level of the file (outside any function) that never ends."
         )
+    if out.failure == "timeout":
         return "timeout", (
             f"Timed out while {doing}: {out.reason}. Look for an infinite loop (or a Python loop over every "
-            f"element); {rest}"
+            f"element); the other items were graded as usual."
         )
     if out.failure:
         return "error", f"The sandbox stopped while {doing}: {out.reason}."

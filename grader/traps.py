@@ -624,12 +624,19 @@ def _wrong_columns(value: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
     return (~torch.isclose(v, t)).any(0).nonzero().flatten()
 
 
+def _factors(inputs: dict):
+    """Yield (name, tensor) for every input, then the local derivatives students most often drop."""
+    yield from inputs.items()
+    if isinstance(inputs.get("h"), torch.Tensor):
+        yield "tanh's local derivative", 1.0 - inputs["h"] ** 2  # (32, 64)
+
+
 def missing_factor(ev: Evidence) -> list[Finding]:
     """Recognise a result off by exactly one known tensor (a parameter or a forward tensor), dropped or doubled."""
     if not ev.comparison.shape_ok or not torch.isfinite(ev.value).all():
         return []
     v, t = ev.value, ev.truth
-    for name, f in ev.fx.inputs().items():
+    for name, f in _factors(ev.fx.inputs()):
         if not isinstance(f, torch.Tensor) or not f.is_floating_point() or f.dim() == 0:
             continue
         if not cmp.broadcasts_to(tuple(f.shape), tuple(t.shape)):
@@ -644,8 +651,8 @@ def missing_factor(ev: Evidence) -> list[Finding]:
                     relation="divided by",
                     factor=name,
                     shape=shape,
-                    advice=f"A factor {name} is missing: check this step's local derivatives for the one that "
-                    f"multiplies by {name}.",
+                    advice=f"A factor of {name} is missing: check this step's local derivatives for the one "
+                    f"that multiplies by it.",
                 )
             ]
         if cmp.loosely(v, t * f):
@@ -655,7 +662,7 @@ def missing_factor(ev: Evidence) -> list[Finding]:
                     relation="times",
                     factor=name,
                     shape=shape,
-                    advice=f"Either {name} is applied once too often, or a division by {name} is missing.",
+                    advice=f"Either {name} is applied once too often, or a division by it is missing.",
                 )
             ]
     return []

@@ -1,5 +1,7 @@
 """The fixed model and batch: seeded, deterministic, pinned, and checked against autograd."""
 
+import os
+
 import pytest
 import torch
 
@@ -87,3 +89,19 @@ def test_bad_corpus_names_the_line(tmp_path):
     p.write_text("emma\nzoë\n")
     with pytest.raises(corpus.CorpusError, match="line 2"):
         corpus.load(str(p))
+
+
+def test_every_secret_lives_in_the_arena_a_sandbox_drops(reference_result):
+    from grader import arena, fixture
+
+    fx = fixture.built_fixtures()[0]
+    fx.variant(fixture.Variant(bessel=True))
+    secrets = [t for f in fixture.built_fixtures() for t in f.secrets()]
+    assert secrets and all(arena.ARENA.holds(t) for t in secrets)
+    pid = os.fork()
+    if pid == 0:  # what a sandbox child does first
+        arena.ARENA.drop()
+        os._exit(0 if all(not t.any() for t in secrets) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0, "a secret survived the drop"
+    assert any(t.any() for t in secrets), "the parent's own copy must stay intact"

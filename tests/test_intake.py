@@ -21,7 +21,7 @@ from grader.intake import messages as msg
 from grader.intake.files import MAX_SOURCE_BYTES, Unreadable, read_regular
 from grader.intake.gather import exercise_of
 from grader.reports import EMPTY_CLASS
-from grader.reports.tables import CANVAS_COLUMNS, GRADEBOOK_COLUMNS
+from grader.reports.tables import CANVAS_COLUMNS, GRADEBOOK_COLUMNS, canvas_gradebook
 from grader.sandbox import Limits
 from tests import shapes
 from tests.conftest import REFERENCE
@@ -142,6 +142,16 @@ def test_stale_student_files_are_removed_and_listed(tmp_path):
     assert [r[0] for r in csv.reader((out / "gradebook.csv").open())] == ["student", "ann"]
 
 
+def test_one_student_with_a_folder_and_a_zip_is_one_row_and_one_progress_step(tmp_path, capsys):
+    subs = tmp_path / "subs"
+    shapes._all(subs / "alice")
+    shapes._zip(subs / "alice.zip", {"ex1.py": shapes.BUGGY_EX1})
+    summary = grade_batch(subs, tmp_path / "out", jobs=1, limits=LIMITS, similarity=False)
+    assert summary["students"] == 1 and summary["score"]["mean"] == shapes.FULL
+    assert "grading: 1/1 alice" in capsys.readouterr().err
+    assert [s["name"] for s in summary["skipped"]] == ["alice.zip"]
+
+
 def test_an_empty_class_is_an_error_exit(tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -250,3 +260,38 @@ def test_a_notebook_entry_goes_through_the_notebook_reader(tmp_path):
     sub = read_entry(entries[0])
     assert sub.to_dict()["graded_files"] == {"ex2": "nina.ipynb cell 1"}
     assert msg.NOTEBOOK_USED.format(exercise="ex2", label="nina.ipynb cell 1") in sub.notes
+
+
+def test_gradescope_metadata_that_cannot_be_read_keeps_folder_names(tmp_path):
+    shapes._all(tmp_path / "submission_1")
+    (tmp_path / "submission_metadata.yml").write_text("submission_1: [unclosed\n")
+    entries, skipped = discover(tmp_path)
+    assert [e.student for e in entries] == ["submission_1"]
+    assert skipped[0].name == "submission_metadata.yml"
+    assert skipped[0].reason.startswith(msg.METADATA_UNREADABLE.split("{")[0])
+
+
+def test_two_gradescope_folders_of_one_student_are_one_row(tmp_path):
+    shapes._all(tmp_path / "submission_1")
+    shapes._all(tmp_path / "submission_2")
+    meta = "".join(f"submission_{k}:\n  :submitters:\n  - :name: Ann\n    :sid: '7'\n" for k in (1, 2))
+    (tmp_path / "submission_metadata.yml").write_text(meta)
+    entries, skipped = discover(tmp_path)
+    assert [(e.student, e.path.name) for e in entries] == [("7", "submission_1")]
+    assert {s.name: s.reason for s in skipped}["submission_2"] == msg.DUPLICATE_ID.format(
+        student="7", other="submission_1"
+    )
+
+
+def test_read_submission_takes_a_folder_or_an_archive(tmp_path):
+    shapes._zip(tmp_path / "kim.zip", {"hw/ex3.py": shapes.REF["ex3"], "__MACOSX/hw/._ex3.py": "junk"})
+    sub = read_submission(tmp_path / "kim.zip")
+    assert sub.name == "kim" and sub.to_dict()["graded_files"] == {"ex3": "kim.zip/hw/ex3.py"}
+    assert sub.sources["ex3"].text == shapes.REF["ex3"]
+    assert read_submission(REFERENCE).to_dict()["graded_files"] == {ex: f"{ex}.py" for ex in shapes.REF}
+
+
+def test_a_gradescope_group_gets_a_canvas_row_per_member():
+    result = {"score": 40, "max_score": 42, "items": [], "identity": {"name": "Ann; Bo", "sid": "7; 8"}}
+    rows = list(csv.reader(io.StringIO(canvas_gradebook({"7": result}))))
+    assert [(r[0], r[2], r[5]) for r in rows[2:]] == [("Ann", "7", "40"), ("Bo", "8", "40")]

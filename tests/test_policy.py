@@ -249,3 +249,16 @@ def test_resume_regrades_when_the_policy_changes(tmp_path):
         grade_batch(subs, out, jobs=1, resume=True, progress=False, similarity=False, policy=course)
         ada = json.loads((out / "students" / "ada.json").read_text())
         assert _item(ada, "ex2.dlogits")["max_score"] == expected
+
+
+def test_cli_names_a_bad_course_toml(tmp_path):
+    from grader.cli import main
+
+    sub = make_submission(tmp_path / "sub", base=None)
+    bad = _write(tmp_path, '[points]\n"ex2.dlogit" = 1\n', "bad.toml")
+    result = CliRunner().invoke(main, ["ex2", "--submission", str(sub), "--course", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}: points key 'ex2.dlogit' is neither an exercise" in " ".join(result.output.split())
+    _write(tmp_path, "level = 3\n")  # found beside the submission folder without --course
+    result = CliRunner().invoke(main, ["ex2", "--submission", str(sub)])
+    assert result.exit_code == 2 and "level = 3 is not one of" in result.output

@@ -335,8 +335,10 @@ def test_bundle_installs_and_its_readme_commands_work(bundle, tmp_path):
     assert (bindir / "grade").exists()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    subpackages = sorted(f"grader.{p.parent.name}" for p in (work / "grader").glob("*/__init__.py"))
+    imports = "; ".join(f"import {m}" for m in ["grader", *subpackages])
     where = subprocess.run(
-        [str(bindir / "python"), "-c", "import grader, grader.policy; print(grader.__file__)"],
+        [str(bindir / "python"), "-c", f"{imports}; print(grader.__file__)"],
         cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert Path(where.stdout.strip()).is_relative_to(bindir.parent)  # the bundle's grader, not the project's

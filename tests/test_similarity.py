@@ -65,6 +65,11 @@ def test_independent_scores_stay_well_below_the_threshold(klass):
     assert every.max_score <= similarity.THRESHOLD - 0.15, every.max_score
 
 
+def test_pairs_are_grouped():
+    pairs = [similarity.Pair(a, b, 1.0, 500) for a, b in (("b", "c"), ("x", "y"), ("a", "b"))]
+    assert similarity.groups(pairs) == [["a", "b", "c"], ["x", "y"]]
+
+
 def test_the_stub_every_student_shares_is_ignored(tmp_path):
     for s in ("s1", "s2"):
         (tmp_path / s).mkdir()
@@ -92,7 +97,7 @@ def test_batch_lists_the_pair_with_its_functions_side_by_side(klass):
     *_, out, summary = klass
     sim = summary["similarity"]
     assert [(p["a"], p["b"]) for p in sim["pairs"]] == [("copier", "indep03")]
-    assert sim["library"] == "copydetect"
+    assert sim["library"] == "copydetect" and sim["groups"] == [["copier", "indep03"]]
     dc = next(f for f in sim["pairs"][0]["functions"] if f["function"] == "ex1.dC")
     assert "def dC" in dc["code_a"] and "def dC" in dc["code_b"] and dc["code_a"] != dc["code_b"]
     assert json.loads((out / "summary.json").read_text())["similarity"] == sim

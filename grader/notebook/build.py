@@ -18,7 +18,7 @@ INPUTS = {
 }
 INPUTS["ex2"] = INPUTS["ex3"] = INPUTS["ex1"]
 ERROR_CLASS = "NotebookError"  # the runner shows this exception's message as the whole item message
-_PREAMBLE = (
+PREAMBLE = (
     f"class {ERROR_CLASS}(Exception):",
     '    """A notebook statement the grader could not turn into a gradient function."""',
     "",

@@ -7,6 +7,7 @@ from pathlib import Path
 from grader import catalogue
 from grader.notebook import build, layout
 from grader.notebook import messages as msg
+from grader.notebook import names as nm
 from grader.notebook.cells import Cell, code_cell, read_notebook
 from grader.sources import Source
 
@@ -58,7 +59,7 @@ def _functions(ex: str, cells: list[layout.Parsed], ctx: build.Context) -> tuple
             if fn is not None:
                 return [fn], "the manual backprop of the training loop"
         return [], "def backward"
-    provided = build.INPUTS[ex] | layout.nm.GRADIENT_NAMES
+    provided = build.INPUTS[ex] | nm.GRADIENT_NAMES
     fns = [build.gradient_function(g, cells, ctx, provided) for g in layout.FUNCTIONS[ex] if g not in defined]
     fns = [f for f in fns if f is not None]
     count = len(fns) + len(defined)
@@ -76,7 +77,7 @@ def _exercise(ex, cells, ctx, name, path) -> tuple[Source | None, list[str]]:
     for imp in ctx.imports:
         text.unit(imp)
     text.add("")
-    for line in build._PREAMBLE:
+    for line in build.PREAMBLE:
         text.add(line)
     helper_defs = {d.order: d for fn in fns for d in fn.defs if d.node.name not in defined}
     for d in sorted(helper_defs.values(), key=lambda u: u.order):

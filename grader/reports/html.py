@@ -234,7 +234,8 @@ def _similarity(summary: dict, anchors: dict) -> str:
     )
     if not sim["pairs"]:
         return intro + "<p>No suspicious pair.</p>"
-    blocks = []
+    groups = "".join(f"<li>{_links(g, anchors)}</li>" for g in sim.get("groups") or [])
+    blocks = [f'<p>Groups of students linked by the pairs below:</p><ul id="similar-groups">{groups}</ul>']
     for p in sim["pairs"]:
         funcs = "".join(
             f'<h4>{_e(f["function"])}: {f["similarity"]:.0%}</h4><div class="side"><pre>{_e(f["code_a"])}</pre>'

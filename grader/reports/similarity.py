@@ -79,8 +79,27 @@ class Similarity:
             "settings": self.settings,
             "compared_pairs": self.compared,
             "max_pair_score": self.max_score,
+            "groups": groups(self.pairs),
             "pairs": [p.to_dict() for p in self.pairs],
         }
+
+
+def groups(pairs: list[Pair]) -> list[list[str]]:
+    """Return the students linked by listed pairs, as groups (a class that shares one source is one group)."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for p in pairs:
+        a, b = root(p.a), root(p.b)
+        parent[max(a, b)] = min(a, b)
+    found: dict[str, list[str]] = {}
+    for x in sorted(parent):
+        found.setdefault(root(x), []).append(x)
+    return sorted(found.values(), key=lambda g: (-len(g), g))
 
 
 def functions(exercise: str, text: str) -> dict[str, str]:

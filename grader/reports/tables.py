@@ -69,15 +69,24 @@ def canvas_gradebook(students: dict[str, dict], assignment: str = CANVAS_ASSIGNM
     writer.writerow(["Points Possible", "", "", "", "", _num(max_score)])
     for student in sorted(students):
         r = students[student]
-        ident = r.get("identity") or {}
-        writer.writerow(
-            [
-                ident.get("name", student),
-                ident.get("canvas_id", ""),
-                ident.get("sid", ""),
-                ident.get("login", ""),
-                "",
-                _num(r["score"]),
-            ]
-        )
+        for ident in members(r.get("identity") or {}):
+            writer.writerow(
+                [
+                    ident.get("name", student),
+                    ident.get("canvas_id", ""),
+                    ident.get("sid", ""),
+                    ident.get("login", ""),
+                    "",
+                    _num(r["score"]),
+                ]
+            )
     return buf.getvalue()
+
+
+def members(identity: dict[str, str]) -> list[dict[str, str]]:
+    """Split a group submission's identity ('Ann; Bo') into one identity per member, for per-student rows."""
+    split = {k: v.split("; ") for k, v in identity.items()}
+    count = max((len(v) for v in split.values()), default=1)
+    if count == 1:
+        return [identity]
+    return [{k: v[i] for k, v in split.items() if i < len(v) and v[i]} for i in range(count)]
