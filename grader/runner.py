@@ -24,7 +24,7 @@ _LOAD_REPLY = {
     "functions": wire.Map({"params": [{"name": str, "default": bool}], "error": wire.Opt(str)}),
     "error": wire.ERROR,
 }
-_CALL_REPLY = {"ok": bool, "value": wire.VALUE, "after": wire.Map(wire.VALUE), "autograd": [str], "error": wire.ERROR}
+_CALL_REPLY = {"ok": bool, "value": wire.VALUE, "after": wire.Map(str), "autograd": [str], "error": wire.ERROR}
 
 
 @dataclass
@@ -122,7 +122,7 @@ class Session:
         enc = wire.Encoder()
         sent = {k: enc.value(v) for k, v in args.items()}
         request = {"op": "call", "function": function, "args": sent, "reload": reload}
-        reply = self.worker.ask(request, enc.blob())
+        reply = self.worker.ask(request, enc.parts)  # the tensors' own memory, uncopied
         if not reply.ok:
             return self._failed(reply)
         try:
@@ -138,16 +138,15 @@ def _outcome(reply, args: dict, source: Source | None = None) -> Outcome:
     wire.check(h, _CALL_REPLY, "call reply")
     dec = wire.Decoder(reply.blob)
     value = dec.value(h["value"]) if h.get("ok") and "value" in h else None
-    after = {k: dec.value(v) for k, v in (h.get("after") or {}).items()}
+    after = h.get("after") or {}
     mutated = {}
-    for name, before in args.items():
+    for name, before in args.items():  # the child reports a digest of each input as it is after the call
         if not isinstance(before, torch.Tensor):
             continue
-        now = after.get(name)
-        if not isinstance(now, Returned):
+        if name not in after:
             raise WireError(f"input {name!r} missing from the reply")
-        if now.tensor.dtype != before.dtype or now.tensor.shape != before.shape or not torch.equal(now.tensor, before):
-            mutated[name] = now
+        if after[name] != wire.digest(before):
+            mutated[name] = True
     return Outcome(
         value=value,
         error=None if h.get("ok") else _error(h, source),

@@ -9,6 +9,7 @@ bounded, and a frame that breaks any rule raises `WireError`, which the caller t
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import struct
 
@@ -52,22 +53,42 @@ def _type_name(value) -> str:
     return name if module == "builtins" else f"{module}.{name}"
 
 
+def tensor_bytes(t: torch.Tensor):
+    """Return a tensor's bytes as a buffer, without a copy when the tensor is contiguous on the CPU."""
+    t = t.detach()
+    if t.device.type != "cpu" or not t.is_contiguous():
+        t = t.to("cpu").contiguous()
+    if t.numel() == 0:
+        return b""
+    try:
+        return memoryview(t.numpy()).cast("B")
+    except (TypeError, RuntimeError):  # a dtype numpy lacks (bfloat16)
+        return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
+
+
+def digest(t: torch.Tensor) -> str:
+    """Return a digest of a tensor's dtype, shape and bytes (for checking inputs after a call)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{t.dtype}|{tuple(t.shape)}|".encode())
+    h.update(tensor_bytes(t))
+    return h.hexdigest()
+
+
 class Encoder:
-    """Turn values into a JSON-able description plus one blob of tensor bytes."""
+    """Turn values into a JSON-able description plus the tensor bytes, kept as zero-copy views where possible."""
 
     def __init__(self):
-        self.parts: list[bytes] = []
+        self.parts: list = []
         self.size = 0
 
     def value(self, v, depth: int = 0) -> dict:
         """Describe one value; tensors keep their bytes, a dict of tensors recurses one level."""
         if isinstance(v, torch.Tensor):
-            t = v.detach().to("cpu").clone().contiguous()
-            data = ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
+            data = tensor_bytes(v)
             desc = {
                 "kind": "tensor",
-                "dtype": str(t.dtype).removeprefix("torch."),
-                "shape": list(t.shape),
+                "dtype": str(v.dtype).removeprefix("torch."),
+                "shape": list(v.shape),
                 "offset": self.size,
                 "nbytes": len(data),
                 "requires_grad": bool(v.requires_grad),
@@ -91,6 +112,12 @@ def pack(header: dict, blob: bytes = b"") -> bytes:
     """Return one frame."""
     head = json.dumps(header).encode()
     return _LENGTHS.pack(len(head), len(blob)) + head + blob
+
+
+def pack_parts(header: dict, parts: list) -> list:
+    """Return one frame as a list of buffers: prefix and header, then each tensor's bytes uncopied."""
+    head = json.dumps(header).encode()
+    return [_LENGTHS.pack(len(head), sum(len(p) for p in parts)) + head, *parts]
 
 
 def read_lengths(prefix: bytes) -> tuple[int, int]:

@@ -309,7 +309,7 @@ class ChildServer:
             header["value"] = enc.value(value)
         except BaseException as exc:  # noqa: B036 - SystemExit and friends are student failures too
             header = {"ok": False, "error": describe_exception(exc, self.path)}
-        header["after"] = {k: enc.value(v) for k, v in args.items() if isinstance(v, torch.Tensor)}
+        header["after"] = {k: wire.digest(v) for k, v in args.items() if isinstance(v, torch.Tensor)}
         header["autograd"] = sorted(set(_AUTOGRAD_CALLS))[:16]
         return header, enc.blob()
 

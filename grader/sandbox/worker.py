@@ -170,7 +170,7 @@ class Worker:
 
     # -- asking --------------------------------------------------------------------------------------------------
 
-    def ask(self, request: dict, blob: bytes = b"", timeout: float | None = None, on_progress=None) -> Reply:
+    def ask(self, request: dict, parts: list = (), timeout: float | None = None, on_progress=None) -> Reply:
         """Send a request and wait for its reply, killing the child if it takes longer than the timeout.
 
         Frames whose header has a "progress" key come before the reply; each goes to on_progress(header).
@@ -181,7 +181,9 @@ class Worker:
         deadline = time.monotonic() + timeout
         self._buffer = getattr(self, "_buffer", b"")
         try:
-            self._write(wire.pack(request, blob), deadline)
+            parts = [parts] if isinstance(parts, (bytes, bytearray, memoryview)) else list(parts)
+            for data in wire.pack_parts(request, parts):
+                self._write(data, deadline)
             while True:
                 nhead, nblob = wire.read_lengths(self._read(wire.PREFIX_SIZE, deadline))
                 header = wire.decode_header(self._read(nhead, deadline))
@@ -209,7 +211,7 @@ class Worker:
             except (BrokenPipeError, OSError, ValueError):
                 raise EOFError from None
             return
-        view = memoryview(data)
+        view = memoryview(data).cast("B")
         while view:
             left = deadline - time.monotonic()
             if left <= 0:
