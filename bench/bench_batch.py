@@ -180,13 +180,13 @@ def run_peer(students: list[Student], subs: Path, jobs: int) -> float:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def sandbox_cost(subs: Path, sample: int, rounds: int, before: Path | None) -> None:
+def sandbox_cost(subs: Path, sample: int, rounds: int, before: list[Path]) -> None:
     """Run bench/sandbox_cost.py for this checkout (and the older one) and print its figures."""
     script = Path(__file__).resolve().parent / "sandbox_cost.py"
     args = ["--subs", str(subs), "--sample", str(sample), "--rounds", str(rounds), "--json"]
     versions = [("this checkout", clean_env(), ROOT)]
-    if before is not None:
-        versions.append((f"before ({before})", clean_env(PYTHONPATH=str(before)), before))
+    for d in before:
+        versions.append((f"[{d.name}] ({d})", clean_env(PYTHONPATH=str(d)), d))
     for label, env, cwd in versions:
         p = subprocess.run([PYTHON, str(script), *args], env=env, cwd=cwd, capture_output=True, text=True)
         if p.returncode != 0:
@@ -223,8 +223,12 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", default="3")
     ap.add_argument("--rounds", type=int, default=3, help="timed `grade batch` runs (per version)")
-    ap.add_argument("--before", type=Path, default=None, help="an unpacked older checkout to time alongside")
-    ap.add_argument("--peer-jobs", type=int, default=2, help="peer pytest processes at a time (0: skip the peer)")
+    ap.add_argument(
+        "--before", type=Path, action="append", default=[], help="an unpacked older checkout to time alongside"
+    )
+    ap.add_argument(
+        "--peer-jobs", default="2", help="peer pytest processes at a time; a list (2,1) runs the peer once per entry"
+    )
     ap.add_argument("--hostile", action="store_true", help="also time a class with every tests/hostile case")
     ap.add_argument("--hostile-rounds", type=int, default=1)
     ap.add_argument("--sandbox-sample", type=int, default=24, help="submissions in the sandbox-cost sample (0: skip)")
@@ -265,14 +269,14 @@ def _main(args, tmp: Path) -> None:
             after_ref,
         )
     ]
-    if args.before is not None:
+    for d in args.before:
         cases.append(
             batch_case(
-                f"grade batch ({args.n}), before",
-                [PYTHON, "-m", "grader", "batch", str(subs), "--out", str(tmp / "out_before"), *flags],
-                clean_env(PYTHONPATH=str(args.before)),
-                args.before,
-                tmp / "out_before",
+                f"grade batch ({args.n}), [{d.name}]",
+                [PYTHON, "-m", "grader", "batch", str(subs), "--out", str(tmp / f"out_{d.name}"), *flags],
+                clean_env(PYTHONPATH=str(d)),
+                d,
+                tmp / f"out_{d.name}",
                 students,
                 {},
                 strict=False,
@@ -280,13 +284,12 @@ def _main(args, tmp: Path) -> None:
         )
     print(
         f"\n== 1. `grade batch SUBS --out OUT {' '.join(flags)}`, whole processes from the shell, {args.rounds} "
-        f"round(s){' interleaved with the older version' if args.before else ''}; every run checked =="
+        f"round(s){' interleaved with the older versions' if args.before else ''}; every run checked =="
     )
-    first = args.rounds // 2 if args.peer_jobs else args.rounds
+    peer_jobs = [int(x) for x in args.peer_jobs.split(",") if int(x) > 0]
+    first = args.rounds // 2 if peer_jobs else args.rounds
     paired(cases, first, warmup=1)
-    peer_wall = None
-    if args.peer_jobs:
-        peer_wall = run_peer(students, subs, args.peer_jobs)
+    peer_walls = {j: run_peer(students, subs, j) for j in peer_jobs}
     paired(cases, args.rounds - first, warmup=0)
     after = cases[0]
     for c in cases:
@@ -294,22 +297,23 @@ def _main(args, tmp: Path) -> None:
         print(f"   {c.name:32s} {describe(c.times)}; {describe(rate, 'subs/s', 1, 1)}")
     rate = args.n / statistics.median(after.times)
     print(f"   throughput `grade batch` of {args.n}: {rate:.1f} subs/s (N / median wall; target >= 40)")
-    if args.before is not None:
-        print(f"   before: {old_checks(tmp / 'out_before', students)}")
-        print("   " + ratio_line("wall before / wall after", cases[1].times, after.times))
+    for d, c in zip(args.before, cases[1:], strict=True):
+        print(f"   [{d.name}]: {old_checks(tmp / f'out_{d.name}', students)}")
+        print("   " + ratio_line(f"wall [{d.name}] / wall this checkout", c.times, after.times))
     golden(after_ref, args.golden)
 
-    if peer_wall is not None:
+    if peer_walls:
         print(
-            f"\n== 2. the peer: one pytest run per submission (bench/peer/autograder.py), {args.peer_jobs} at a "
-            f"time, all {args.n}, each run's failures checked; run between the batch rounds above =="
+            f"\n== 2. the peer: one pytest run per submission (bench/peer/autograder.py), all {args.n}, each run's "
+            f"failures checked; run between the batch rounds above =="
         )
-        print(f"   peer, all {args.n}: {peer_wall:.1f} s wall ({args.n / peer_wall:.2f} subs/s)")
         med = statistics.median(after.times)
-        print(
-            f"   peer / grade batch: {peer_wall / med:.1f}x slower (peer wall / batch median; batch range "
-            f"{peer_wall / max(after.times):.1f}-{peer_wall / min(after.times):.1f}x)   target: keep >= 50x"
-        )
+        for jobs, wall in peer_walls.items():
+            print(
+                f"   peer, {jobs} pytest at a time: {wall:.1f} s wall ({args.n / wall:.2f} subs/s); peer / grade batch "
+                f"= {wall / med:.1f}x slower (peer wall / batch median; {wall / max(after.times):.1f}-"
+                f"{wall / min(after.times):.1f}x over the batch range)   target: keep >= 50x"
+            )
 
     if args.hostile:
         stormy = tmp / "stormy" / "subs"

@@ -32,6 +32,7 @@ from common import (  # noqa: E402
     Case,
     CheckFailed,
     Run,
+    clean_env,
     describe,
     grade_cmd,
     paired,
@@ -97,6 +98,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15, help="paired rounds (each runs every command once)")
     ap.add_argument("--all-traps", action="store_true", help="also time every tests/corpus/ex1 case")
     ap.add_argument("--traps-rounds", type=int, default=1, help="rounds of the trap mix")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        action="append",
+        default=[],
+        help="an unpacked older checkout (git archive REV | tar -x -C DIR) whose `python -m grader` is timed too",
+    )
     args = ap.parse_args()
     grade = grade_cmd()
     print(f"bench_grade: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; python {PYTHON}")
@@ -125,6 +133,18 @@ def main() -> None:
             expect_table(1, "score 0/26: 26 not attempted"),
         )
         cases = [torch_only, no_teardown, ref, bad, stubs]
+        older = []
+        for d in args.before:
+            env = clean_env(PYTHONPATH=str(d))
+            old = [PYTHON, "-m", "grader", "ex1", "--submission"]
+            older.append(
+                (
+                    d,
+                    Case(f"[{d.name}] grade ex1 reference", [*old, str(REFERENCE)], ref.check, cwd=d, env=env),
+                    Case(f"[{d.name}] grade ex1 wrong shape", [*old, str(sub_wrong)], bad.check, cwd=d, env=env),
+                )
+            )
+            cases += older[-1][1:]
         print(f"\n== 1. {args.rounds} paired rounds of {len(cases)} commands, shuffled order per round ==")
         paired(cases, args.rounds)
         for c in cases:
@@ -135,6 +155,10 @@ def main() -> None:
         print("   " + ratio_line("grade ex1 one wrong-shape gradient / import torch", bad.times, base, "<= 0.90"))
         print("   " + ratio_line("grade ex1 on the stubs / import torch", stubs.times, base))
         print("   " + ratio_line("import torch + os._exit(0) / import torch", no_teardown.times, base))
+        for d, old_ref, old_bad in older:
+            print(f"   older checkout {d} (`python -m grader`, same rounds):")
+            print("      " + ratio_line("grade ex1 --submission reference / import torch", old_ref.times, base))
+            print("      " + ratio_line("grade ex1 one wrong-shape gradient / import torch", old_bad.times, base))
         diffs = [a - b for a, b in zip(torch_only.times, no_teardown.times, strict=True)]
         print(f"   interpreter teardown after import torch (paired difference): {describe(diffs, 'ms', 1e3, 1)}")
 

@@ -1,109 +1,93 @@
-"""Time one Ex4 SGD step driven by the reference backward against the same step driven by autograd.
+"""Time `grade ex4 --full` per training step against the lecture's plain `loss.backward()` loop.
 
-Both loops use the same data, forward pass (fixture.ex4_forward), batches and SGD updates; only the gradient
-differs: reference/ex4.py's backward() under torch.no_grad(), or loss.backward(). Prints only.
+Each round runs, in a shuffled order, two whole processes:
+- `grade ex4 --full --submission reference --steps S --json`: the reference backward trains the network inside
+  the sandbox; its JSON gives the loop's own seconds (training.sgd times the loop alone), and it must exit 0
+  with every item passed;
+- `python bench/plain_loop.py --steps S`: the lecture's loop with autograd (same data, seed, minibatches,
+  learning rates and one thread), its loop timed the same way.
+Both must reach the same loss (train and val after BatchNorm calibration, within --tolerance), or no figure is
+printed. Prints the per-step times, their paired ratio, and both processes' wall times.
 
-    python bench/bench_training.py [--steps 2000] [--warmup 200] [--rounds 3] [--threads 1] [--data PATH]
+    python bench/bench_training.py [--steps 10000] [--rounds 3] [--tolerance 0.01] [--data PATH]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import json
+import os
 import sys
-import time
 from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from common import PYTHON, REFERENCE, Case, CheckFailed, Run, describe, grade_cmd, paired, ratio_line  # noqa: E402
 
-from grader import fixture, training  # noqa: E402
-
-REFERENCE = ROOT / "reference" / "ex4.py"
+PLAIN = Path(__file__).resolve().parent / "plain_loop.py"
 
 
-def load_backward(path: Path):
-    """Import backward() from a file by path."""
-    spec = importlib.util.spec_from_file_location("reference_ex4", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.backward
-
-
-def manual_grads(backward):
-    """Return a step function whose gradients come from the hand-written backward."""
-    names = None
-
-    def grads(params, Xb, Yb):
-        nonlocal names
-        with torch.no_grad():
-            t = fixture.ex4_forward(params, Xb, Yb)
-            available = {**t, **params, "Xb": Xb, "Yb": Yb, "n": Xb.shape[0]}
-            if names is None:
-                names = list(training.bind(backward, available))
-            return t["loss"].item(), backward(**{k: available[k] for k in names})
-
-    return grads
-
-
-def autograd_grads(params, Xb, Yb):
-    """Return the loss and the gradients of every parameter by loss.backward()."""
-    for p in params.values():
-        p.grad = None
-    t = fixture.ex4_forward(params, Xb, Yb)
-    t["loss"].backward()
-    return t["loss"].item(), {"d" + k: p.grad for k, p in params.items()}
-
-
-def run(grads_fn, Xtr, Ytr, steps: int, autograd: bool) -> float:
-    """Run the lecture's SGD loop for steps and return the seconds per step."""
-    params = fixture.init_params(fixture.EX4_PRIMARY)
-    if autograd:
-        for p in params.values():
-            p.requires_grad_()
-    gen = torch.Generator().manual_seed(training.BATCH_SEED)
-    n = fixture.EX4_PRIMARY.n
-    start = time.perf_counter()
-    for step in range(steps):
-        ix = torch.randint(0, Xtr.shape[0], (n,), generator=gen)  # (32,)
-        _, grads = grads_fn(params, Xtr[ix], Ytr[ix])
-        lr = training.LR if step < steps // 2 else training.LR_LATE
-        with torch.no_grad():
-            for k, p in params.items():
-                p.add_(grads["d" + k], alpha=-lr)
-    return (time.perf_counter() - start) / steps
-
-
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=2000)
-    ap.add_argument("--warmup", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=3, help="alternate the two loops this often; keep the best")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=10_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--tolerance", type=float, default=0.01, help="largest |train or val loss difference|")
     ap.add_argument("--data", default=None, help="names file (default: the census names)")
-    ap.add_argument("--reference", type=Path, default=REFERENCE)
     args = ap.parse_args()
+    data = ["--data", args.data] if args.data else []
+    losses: dict[str, list] = {"grade": [], "plain": []}
+    per_step: dict[str, list] = {"grade": [], "plain": []}
 
-    torch.set_num_threads(args.threads)
-    corpus = training.as_corpus(args.data)
-    Xtr, Ytr = training.dataset(corpus, "train", fixture.EX4_PRIMARY.block_size)  # (N, 3), (N,)
-    manual = manual_grads(load_backward(args.reference))
-    run(manual, Xtr, Ytr, args.warmup, autograd=False)
-    run(autograd_grads, Xtr, Ytr, args.warmup, autograd=True)
-    best_manual = best_auto = float("inf")
-    for _ in range(args.rounds):
-        best_manual = min(best_manual, run(manual, Xtr, Ytr, args.steps, autograd=False))
-        best_auto = min(best_auto, run(autograd_grads, Xtr, Ytr, args.steps, autograd=True))
+    def check_grade(r: Run) -> None:
+        try:
+            result = json.loads(r.out)
+        except ValueError:
+            raise CheckFailed(f"exit {r.rc}; stdout is not JSON") from None
+        bad = [i["id"] for i in result["items"] if i["status"] != "passed"]
+        t = result.get("training") or {}
+        if r.rc != 0 or bad or t.get("steps") != args.steps or t.get("diverged_at") is not None:
+            raise CheckFailed(f"exit {r.rc}, items not passed {bad}, training {t}")
+        losses["grade"].append((t["train_loss"], t["val_loss"]))
+        per_step["grade"].append(t["seconds"] / args.steps)
 
-    print(f"corpus: {corpus.source} ({len(Xtr)} training examples)")
-    print(f"torch {torch.__version__}, {args.threads} thread(s)")
-    print(f"{args.steps} steps x {args.rounds} rounds each after {args.warmup} warm-up steps; best round")
-    print(f"reference backward: {best_manual * 1e3:.3f} ms/step ({1 / best_manual:.0f} steps/s)")
-    print(f"autograd backward:  {best_auto * 1e3:.3f} ms/step ({1 / best_auto:.0f} steps/s)")
-    print(f"ratio reference / autograd: {best_manual / best_auto:.2f}")
+    def check_plain(r: Run) -> None:
+        if r.rc != 0:
+            raise CheckFailed(f"exit {r.rc}")
+        d = json.loads(r.out.strip().splitlines()[-1])
+        if d["steps"] != args.steps:
+            raise CheckFailed(f"ran {d['steps']} steps")
+        losses["plain"].append((d["train_loss"], d["val_loss"]))
+        per_step["plain"].append(d["seconds"] / args.steps)
+
+    grade = Case(
+        "grade ex4 --full (reference)",
+        [*grade_cmd(), "ex4", "--full", "--json", "--submission", str(REFERENCE), "--steps", str(args.steps), *data],
+        check_grade,
+    )
+    plain = Case("plain loss.backward() loop", [PYTHON, str(PLAIN), "--steps", str(args.steps), *data], check_plain)
+    print(f"bench_training: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; {args.steps} steps")
+    paired([grade, plain], args.rounds, warmup=0)
+    (gt, gv), (pt, pv) = losses["grade"][0], losses["plain"][0]
+    worst = max(abs(a - b) for (a, b) in zip(*(sum(losses[k], ()) for k in ("grade", "plain")), strict=True))
+    if worst > args.tolerance:
+        raise CheckFailed(f"the two loops did not reach the same loss: {losses}")
+    if len(set(losses["grade"])) != 1 or len(set(losses["plain"])) != 1:
+        raise CheckFailed(f"a loop is not deterministic across rounds: {losses}")
+    print(
+        f"same loss: grade train {gt:.4f} val {gv:.4f}; plain train {pt:.4f} val {pv:.4f}; largest difference "
+        f"{worst:.2e} (tolerance {args.tolerance})"
+    )
+    print(f"   {grade.name:30s} per step {describe(per_step['grade'], 'ms', 1e3, 4)}")
+    print(f"   {plain.name:30s} per step {describe(per_step['plain'], 'ms', 1e3, 4)}")
+    label = "per-step time grade ex4 --full / plain loop"
+    print("   " + ratio_line(label, per_step["grade"], per_step["plain"], "<= 0.75"))
+    print(f"   whole process, grade ex4 --full: {describe(grade.times)}")
+    print(f"   whole process, plain loop:       {describe(plain.times)}")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except CheckFailed as exc:
+        print(f"CHECK FAILED, no figure of this run counts:\n{exc}", file=sys.stderr)
+        sys.exit(1)

@@ -19,8 +19,6 @@ REFERENCE = ROOT / "reference"
 EXERCISES = ROOT / "exercises"
 CORPUS = ROOT / "tests" / "corpus"
 HOSTILE = ROOT / "tests" / "hostile"
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # tests/independent.py writes the class
 PYTHON = sys.executable  # the interpreter itself, never a pyenv shim (a shim adds ~0.1 s of bash per run)
 EX_FILES = ("ex1", "ex2", "ex3", "ex4")
 SECRET = "bench-fixed-secret-so-every-run-draws-the-same-hidden-geometry"  # reproducible gradebooks
@@ -233,6 +231,16 @@ class Student:
     hostile: Hostile | None = None
 
 
+def _independent():
+    """Import tests/independent.py by path (never putting this checkout on sys.path ahead of PYTHONPATH)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_independent", ROOT / "tests" / "independent.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def build_class(subs: Path, n: int, correct_share: float = 0.5, hostile: bool = False) -> list[Student]:
     """Write n full submissions: correct ones, then one per trap snippet in turn; plus every hostile case if asked.
 
@@ -242,8 +250,7 @@ def build_class(subs: Path, n: int, correct_share: float = 0.5, hostile: bool = 
     right-in-another-style `_ok` cases included), so every trap id occurs. A course.toml with a fixed secret
     beside subs makes every run draw the same hidden geometry, so runs are byte-comparable.
     """
-    from tests.independent import student_files
-
+    student_files = _independent().student_files
     subs.mkdir(parents=True, exist_ok=True)
     (subs.parent / "course.toml").write_text(f'secret = "{SECRET}"\n')
     corpus = traps()

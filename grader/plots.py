@@ -142,9 +142,13 @@ def loss_curves_figure(student, reference, *, train=None, val=None):
     chunk = min(1000, max(1, max(len(student), len(reference)) // 50))
     fig = figure(figsize=(8, 4.5))
     ax = fig.subplots()
-    for losses, label, style in ((reference, "autograd's loss.backward()", "--"), (student, "your backward", "-")):
+    # yours wide underneath, autograd's dashed on top: where they agree, both stay visible
+    for losses, label, style in (
+        (student, "your backward", {"lw": 3.0, "color": "tab:orange", "alpha": 0.8}),
+        (reference, "autograd's loss.backward()", {"lw": 1.2, "color": "black", "ls": "--"}),
+    ):
         curve = _chunked(losses, chunk)
-        ax.plot([(i + 1) * chunk for i in range(len(curve))], curve, style, label=label)
+        ax.plot([(i + 1) * chunk for i in range(len(curve))], curve, label=label, **style)
     ax.set_xlabel("step")
     ax.set_ylabel(f"log10 loss (mean of {chunk} steps)")
     result = f": train {train:.4f}, val {val:.4f}" if train is not None and val is not None else ""

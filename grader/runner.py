@@ -145,7 +145,7 @@ def _outcome(reply, args: dict, source: Source | None = None) -> Outcome:
             continue
         if name not in after:
             raise WireError(f"input {name!r} missing from the reply")
-        if after[name] != wire.digest(before):
+        if after[name] != _digest(before):
             mutated[name] = True
     return Outcome(
         value=value,
@@ -154,6 +154,20 @@ def _outcome(reply, args: dict, source: Source | None = None) -> Outcome:
         autograd=list(h.get("autograd") or [])[:10],
         output=reply.output,
     )
+
+
+_DIGESTS: dict[int, tuple[torch.Tensor, int, str]] = {}
+
+
+def _digest(t: torch.Tensor) -> str:
+    """Return wire.digest(t), remembered for the fixture's tensors, which every submission sends again."""
+    known = _DIGESTS.get(id(t))
+    if known is not None and known[0] is t and known[1] == t._version:
+        return known[2]
+    d = wire.digest(t)
+    if len(_DIGESTS) < 4096:
+        _DIGESTS[id(t)] = (t, t._version, d)
+    return d
 
 
 def _error(header: dict, source: Source | None = None) -> dict:
@@ -494,7 +508,7 @@ def _second_geometry(item, out_b: Outcome, fx_b) -> dict | None:
     value = out_b.value.tensor
     if value.shape != truth.shape:
         return {"diagnose": "it returned the wrong shape"}
-    if not cmp.compare(value, truth, cmp.EX4_ATOL if item.exercise == "ex4" else 1e-8).approx:
+    if not cmp.close(value, truth, atol=cmp.EX4_ATOL if item.exercise == "ex4" else 1e-8):  # approx is all it needs
         return {"diagnose": "its values are wrong"}
     return None
 

@@ -166,47 +166,52 @@ VALUE = object()  # a schema: a value description (checked further by Decoder)
 
 def check(obj, schema, where: str = "reply"):
     """Raise WireError unless obj follows schema exactly; an object's keys are all optional, none unknown."""
-    if isinstance(schema, Opt):
-        if obj is not None:
-            check(obj, schema.of, where)
-        return
-    if schema is VALUE:
-        if not isinstance(obj, dict):
-            raise WireError(f"{where}: a value description must be an object")
-        return
+    problem = _problem(obj, schema)
+    if problem is not None:
+        raise WireError(f"{where}{problem}")
+
+
+def _problem(obj, schema) -> str | None:
+    """Return where and how obj breaks schema (': expected ...', '.key: ...'), or None; no work on success."""
+    if schema is str:
+        return None if type(obj) is str and len(obj) <= MAX_STR else ": expected a string"
     if schema is bool:
-        ok = isinstance(obj, bool)
-    elif schema is int:
-        ok = isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) < 2**53
-    elif schema is float:
-        ok = isinstance(obj, (int, float)) and not isinstance(obj, bool)
-    elif schema is str:
-        ok = isinstance(obj, str) and len(obj) <= MAX_STR
-    elif isinstance(schema, list):
-        if not isinstance(obj, list) or len(obj) > MAX_ITEMS:
-            raise WireError(f"{where}: expected a list of at most {MAX_ITEMS} entries")
+        return None if type(obj) is bool else ": expected a boolean"
+    if schema is int:
+        return None if type(obj) is int and abs(obj) < 2**53 else ": expected an integer"
+    if schema is float:
+        return None if type(obj) in (int, float) else ": expected a number"
+    if schema is VALUE:
+        return None if type(obj) is dict else ": a value description must be an object"
+    if isinstance(schema, Opt):
+        return None if obj is None else _problem(obj, schema.of)
+    if isinstance(schema, list):
+        if type(obj) is not list or len(obj) > MAX_ITEMS:
+            return f": expected a list of at most {MAX_ITEMS} entries"
         for k, x in enumerate(obj):
-            check(x, schema[0], f"{where}[{k}]")
-        return
-    elif isinstance(schema, Map):
-        if not isinstance(obj, dict) or len(obj) > MAX_ITEMS:
-            raise WireError(f"{where}: expected an object of at most {MAX_ITEMS} entries")
+            problem = _problem(x, schema[0])
+            if problem is not None:
+                return f"[{k}]{problem}"
+        return None
+    if isinstance(schema, Map):
+        if type(obj) is not dict or len(obj) > MAX_ITEMS:
+            return f": expected an object of at most {MAX_ITEMS} entries"
         for k, x in obj.items():
-            check(k, str, where)
-            check(x, schema.of, f"{where}.{k[:40]}")
-        return
-    elif isinstance(schema, dict):
-        if not isinstance(obj, dict):
-            raise WireError(f"{where}: expected an object")
+            problem = _problem(k, str) or _problem(x, schema.of)
+            if problem is not None:
+                return f".{str(k)[:40]}{problem}"
+        return None
+    if isinstance(schema, dict):
+        if type(obj) is not dict:
+            return ": expected an object"
         for k, x in obj.items():
             if k not in schema:
-                raise WireError(f"{where}: unexpected field {str(k)[:40]!r}")
-            check(x, schema[k], f"{where}.{k}")
-        return
-    else:  # pragma: no cover - a bug in a schema, not in a reply
-        raise TypeError(f"unknown schema {schema!r}")
-    if not ok:
-        raise WireError(f"{where}: expected {schema.__name__}, got {type(obj).__name__}")
+                return f": unexpected field {str(k)[:40]!r}"
+            problem = _problem(x, schema[k])
+            if problem is not None:
+                return f".{k}{problem}"
+        return None
+    raise TypeError(f"unknown schema {schema!r}")  # a bug in a schema, not in a reply
 
 
 ERROR = {
@@ -275,36 +280,31 @@ class Decoder:
         raise WireError(f"unknown value kind {str(kind)[:40]!r}")
 
     def _tensor(self, desc: dict):
-        check(
-            desc,
-            {
-                "kind": str,
-                "dtype": str,
-                "shape": [int],
-                "offset": int,
-                "nbytes": int,
-                "requires_grad": bool,
-                "grad_fn": bool,
-            },
-            "tensor",
-        )
+        for key, value in desc.items():  # the same rules as check(desc, TENSOR), inline: this runs for every tensor
+            kind = _TENSOR_FIELDS.get(key)
+            if kind is None:
+                raise WireError(f"tensor: unexpected field {str(key)[:40]!r}")
+            if type(value) is not kind and not (kind is list and type(value) is list):
+                raise WireError(f"tensor.{key}: expected {kind.__name__}")
         shape, offset, nbytes = desc.get("shape"), desc.get("offset"), desc.get("nbytes")
-        if not isinstance(shape, list) or len(shape) > MAX_DIMS or any(s < 0 for s in shape):
+        if (
+            type(shape) is not list
+            or len(shape) > MAX_DIMS
+            or any(type(s) is not int or s < 0 or s >= 2**40 for s in shape)
+        ):
             raise WireError(f"bad tensor shape {str(shape)[:80]}")
-        if not (isinstance(offset, int) and isinstance(nbytes, int)):
+        if type(offset) is not int or type(nbytes) is not int:
             raise WireError("tensor without its byte range")
+        if offset < 0 or nbytes < 0 or offset + nbytes > len(self.blob):
+            raise WireError("tensor bytes out of range")
         numel = 1
         for s in shape:
             numel *= s
-        if desc.get("dtype") not in DTYPES:
-            if offset < 0 or nbytes < 0 or offset + nbytes > len(self.blob):
-                raise WireError("tensor bytes out of range")
-            return Opaque(f"torch.Tensor of dtype {str(desc.get('dtype'))[:40]}")
-        dtype_name = desc["dtype"]
+        dtype_name = desc.get("dtype")
+        if dtype_name not in DTYPES:
+            return Opaque(f"torch.Tensor of dtype {str(dtype_name)[:40]}")
         if nbytes != numel * _ITEMSIZE[dtype_name]:
             raise WireError("tensor byte count does not match its shape")
-        if offset < 0 or offset + nbytes > len(self.blob):
-            raise WireError("tensor bytes out of range")
         if nbytes:
             if any(offset < end and start < offset + nbytes for start, end in self.used):
                 raise WireError("two tensors share the same bytes")
@@ -313,6 +313,17 @@ class Decoder:
         else:
             flat = torch.empty(0, dtype=DTYPES[dtype_name])
         return Returned(flat.reshape(shape), bool(desc.get("requires_grad")), bool(desc.get("grad_fn")))
+
+
+_TENSOR_FIELDS = {
+    "kind": str,
+    "dtype": str,
+    "shape": list,
+    "offset": int,
+    "nbytes": int,
+    "requires_grad": bool,
+    "grad_fn": bool,
+}
 
 
 def decode_value(desc, blob: bytes):

@@ -118,7 +118,7 @@ def test_a_grading_process_that_dies_is_retried_once_then_recorded():
 
 def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_not():
     for path in sorted(CORPUS.rglob("*.py")) + sorted(REFERENCE.glob("*.py")):
-        assert scan("ex", path.read_text()) == [], path
+        assert scan("ex", path.read_text()) == (), path
     flags = scan("ex3", "import torch\ndef f(x):\n    torch._C._set_grad_enabled(True)\n    g = torch.sys.modules\n")
     assert [(f.line, f.what) for f in flags][:2] == [
         (3, "private attribute ._C"),
@@ -126,6 +126,8 @@ def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_
     ]
     assert any(f.what == "interpreter internals .modules" for f in flags)
     assert scan("ex1", "x = getattr(torch, name)")[0].what == "reflection getattr()"
+    assert scan("ex1", "x = torch.\\\n    _C") and scan("ex1", "from _thread import x")  # spelled across lines
+    assert scan("ex1", "x = \uff47etattr(torch, n)")  # identifiers are NFKC: a fullwidth g is a g
 
 
 def test_the_fallback_sandbox_grades_without_fork(tmp_path, monkeypatch):

@@ -97,8 +97,17 @@ class _Tripped:
         return _tripwire(self._name)()
 
 
+_WARM = [False]
+
+
 def warm_up():
-    """Run, before any student code, the torch paths that import modules lazily (the student cannot import)."""
+    """Run, before any student code, the torch paths that import modules lazily (the student cannot import).
+
+    Done once in the parent before it forks; a child forked from a warm parent has nothing left to import.
+    """
+    if _WARM[0]:
+        return
+    _WARM[0] = True
     x = torch.zeros(4, 3)
     x[range(2), torch.tensor([0, 1])] = 1.0
     x.index_add_(0, torch.tensor([0, 0]), torch.ones(2, 3))

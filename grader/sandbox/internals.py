@@ -9,6 +9,9 @@ instructor (summary.json, the report), since no honest gradient needs `torch._C`
 from __future__ import annotations
 
 import ast
+import functools
+import re
+import unicodedata
 from dataclasses import dataclass
 
 # Names that reach outside the exercise: reflection, the import machinery, the interpreter, the OS.
@@ -36,12 +39,23 @@ class Flag:
         return {"exercise": self.exercise, "line": self.line, "what": self.what, "code": self.code}
 
 
-def scan(exercise: str, text: str, limit: int = 20) -> list[Flag]:
+def _trigger() -> re.Pattern:
+    words = sorted(REFLECTIVE_CALLS | RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES)
+    return re.compile(r"\.[\s\\]*_|\b(?:" + "|".join(map(re.escape, words)) + r")\b|import\s+_|from\s+_")
+
+
+TRIGGER = _trigger()  # every flag below needs one of these in the text; most honest files have none
+
+
+@functools.lru_cache(maxsize=256)
+def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     """Return the places where a source file reaches into private or interpreter internals."""
+    if not TRIGGER.search(unicodedata.normalize("NFKC", text)):  # identifiers are NFKC-normalised: ＿C is _C
+        return ()
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []  # a file that does not parse fails on its own, in the sandbox
+        return ()  # a file that does not parse fails on its own, in the sandbox
     lines = text.splitlines()
     flags: list[Flag] = []
     for node in ast.walk(tree):
@@ -51,7 +65,7 @@ def scan(exercise: str, text: str, limit: int = 20) -> list[Flag]:
             code = lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
             flags.append(Flag(exercise, line, what, code))
     flags.sort(key=lambda f: (f.line, f.what))
-    return flags[:limit]
+    return tuple(flags[:limit])
 
 
 def _what(node: ast.AST) -> str | None:

@@ -121,6 +121,7 @@ class Worker:
     def _start_fork(self):
         from grader.sandbox import child
 
+        child.warm_up()  # here, once: every child forked afterwards inherits it
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         jail_path, uid = jail.jail().path, current_uid()

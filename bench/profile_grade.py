@@ -1,0 +1,390 @@
+"""Where the time of `grade ex1 --submission reference`, and of one submission in `grade batch`, goes.
+
+Wraps the grader's own functions with timers (nothing in grader/ is edited; the wrappers are installed before
+any sandbox forks, so a child's setup is timed too and reported over its output pipe), then:
+
+1. `grade ex1 --submission reference` in a fresh interpreter, driven through the CLI, with phases from process
+   spawn (interpreter start, imports, fixtures, sandbox, calls, judging, output) to reap (the exit teardown is
+   the wall time after the CLI returned). The run's exit status and score line are checked. Median of --runs.
+2. One submission as `grade batch` grades it: a warm parent (fixtures built, torch on one thread, the jail held),
+   the student's grading process forked by grader.pool, runner.grade inside it. Per-submission breakdown for a
+   correct and a trap submission, medians over --reps.
+3. `grade batch` of a class (common.build_class) in a fresh interpreter: the scheduling process's phases
+   (discover, digests, fixtures, grading loop, outputs, similarity, report, exit), every run's outputs checked.
+With --cprofile, also the top functions of a cProfile of part 1's CLI (parent side only).
+
+    python bench/profile_grade.py [--runs 5] [--reps 20] [--cprofile] [--class-n 200] [--only ex1|batch|class]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import PYTHON, REFERENCE, ROOT, clean_env, traps, write_student  # noqa: E402
+
+TIMES: dict[str, list[float]] = defaultdict(list)  # label -> seconds of every call in this process
+MARK = "@@bench "
+
+
+def timed(owner, name: str, label: str | None = None, child: bool = False):
+    """Replace owner.name with a wrapper that records its wall time under label (printed, in a sandbox child)."""
+    fn = getattr(owner, name)
+    label = label or name
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            dt = time.perf_counter() - t
+            if child and os.getpid() != PARENT[0]:
+                print(f"{MARK}{label} {dt}", flush=True)  # a sandbox child: its output goes to the parent
+            else:
+                TIMES[label].append(dt)
+
+    setattr(owner, name, wrapper)
+
+
+PARENT = [os.getpid()]
+
+
+def install() -> None:
+    """Wrap the grader's costly steps, parent side and sandbox-child side."""
+    from grader import compare, corpus, fixture, report, runner, traps, wire
+    from grader.sandbox import child, jail, worker
+
+    timed(fixture, "build", "fixture.build (truth, both geometries)")
+    timed(corpus, "load", "  corpus.load (names; cached after the first)")
+    timed(corpus.Corpus, "split", "  Corpus.split (shuffle 80/10/10)")
+    timed(fixture, "autograd_truth", "  fixture.autograd_truth (loss.backward)")
+    timed(worker, "_probe", "sandbox probe (protections, a throwaway child)")
+    timed(worker.Worker, "__init__", "Worker start (fork the sandbox child)")
+    timed(worker.Worker, "close", "Worker close (kill, non-blocking reap)")
+    timed(worker, "reap", "reap children")
+    runner.reap = worker.reap
+    timed(runner, "judge", "judge (compare + traps)")
+    timed(runner, "judge_training", "judge_training")
+    timed(traps, "diagnose", "traps.diagnose (failing items)")
+    timed(compare, "compare", "compare.compare")
+    timed(wire.Encoder, "value", "wire encode (parent side; a dict counts its entries again)")
+    timed(runner, "_outcome", "decode reply + mutation check")
+    timed(runner, "conclude", "render messages (conclude)")
+    timed(report, "emit_table", "print the table")
+    timed(jail, "jail", "make the jail dir")
+    ask = worker.Worker.ask
+
+    @functools.wraps(ask)
+    def timed_ask(self, request, *args, **kwargs):
+        t = time.perf_counter()
+        reply = ask(self, request, *args, **kwargs)
+        TIMES[f"round trip: {request.get('op')}"].append(time.perf_counter() - t)
+        kept = []
+        for line in reply.output.splitlines(True):
+            if line.startswith(MARK):
+                label, _, value = line[len(MARK) :].rpartition(" ")
+                TIMES[f"  child: {label}"].append(float(value))
+            else:
+                kept.append(line)
+        reply.output = "".join(kept)
+        return reply
+
+    worker.Worker.ask = timed_ask
+    timed(child, "scrub_secrets", "scrub the truth (copy-on-write)", child=True)
+    timed(child, "warm_up", "warm_up", child=True)
+    timed(jail, "enter", "jail.enter (namespaces, chroot, uid, rlimits)", child=True)
+    timed(child, "install_autograd_tripwires", "tripwires", child=True)
+    timed(child.ChildServer, "load", "exec the exercise file", child=True)
+    timed(child.ChildServer, "call", "call: student function + encode", child=True)
+
+
+def table(times: dict[str, list[float]], per: int = 1, title: str = "") -> None:
+    """Print count, total and per-unit median of every label, largest total first."""
+    if title:
+        print(title)
+    rows = sorted(times.items(), key=lambda kv: -sum(kv[1]))
+    for label, xs in rows:
+        print(f"   {label:52s} {len(xs) / per:6.1f} calls  {sum(xs) * 1e3 / per:8.2f} ms total")
+    trips, work = times.get("round trip: call", []), times.get("  child: call: student function + encode", [])
+    if trips and len(trips) == len(work):
+        over = (sum(trips) - sum(work)) / len(trips)
+        print(f"   => per call round trip beyond the child's own work (IPC, decode, wakeups): {over * 1e3:.3f} ms")
+    loads = times.get("round trip: load", [])
+    if loads:
+        print(f"   => per sandbox, fork-to-loaded latency (round trip: load): {sum(loads) / len(loads) * 1e3:.2f} ms")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. grade ex1 --submission reference, one fresh process
+
+
+def inner_cli(spawned_at: float, argv: list[str], cprofile: bool) -> None:
+    """Run inside the fresh interpreter: time the imports, install the timers, run the CLI, report on stderr."""
+    started = time.time()
+    t = time.perf_counter()
+    import torch  # noqa: F401
+
+    TIMES["import torch"].append(time.perf_counter() - t)
+    t = time.perf_counter()
+    from grader import cli
+
+    TIMES["import grader.cli (+ click)"].append(time.perf_counter() - t)
+    t = time.perf_counter()
+    import grader.runner  # noqa: F401
+    import grader.sandbox.child  # noqa: F401
+
+    TIMES["import grader.runner, sandbox.child (numpy, torch.func ...)"].append(time.perf_counter() - t)
+    n_mods = len(sys.modules)
+    install()
+    if argv[0] == "batch":
+        install_batch()
+    prof = None
+    if cprofile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
+    t = time.perf_counter()
+
+    def report(code) -> None:
+        TIMES["CLI total (parse, grade, write, print)"].append(time.perf_counter() - t)
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(os.environ["BENCH_PROFILE_OUT"])
+        sys.stdout.flush()
+        rep = {
+            "spawned_at": spawned_at,
+            "started": started,
+            "ended": time.time(),
+            "code": code,
+            "modules_before_cli": n_mods,
+            "modules_after": len(sys.modules),
+            "sympy": "sympy" in sys.modules,
+            "exit": "os._exit via cli.run" if hasattr(cli, "run") else "normal interpreter exit",
+            "times": TIMES,
+        }
+        print(MARK + json.dumps(rep), file=sys.stderr, flush=True)
+
+    if hasattr(cli, "run"):  # the console script's entry: exit handlers, then os._exit (no torch teardown)
+        import atexit
+
+        atexit.register(report, None)  # registered first, so it runs after the grader's own exit handlers
+        sys.argv = ["grade", *argv]
+        cli.run()
+    code = 0
+    try:
+        cli.main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    report(code)
+    sys.exit(code)
+
+
+def install_batch() -> None:
+    """Wrap the phases of grade batch that run in the scheduling process."""
+    from grader import batch, pool, reports
+    from grader.reports import similarity
+
+    timed(batch, "grade_batch", "grade_batch (all of it)")
+    timed(batch, "discover", "  discover the entries")
+    timed(pool, "in_child", "  digests, read in a throwaway child")
+    timed(pool, "run", "  pool.run (start the generator)")
+    timed(batch, "write_outputs", "  write_outputs (gradebook, summary, similarity, html)")
+    timed(similarity, "compare_class", "    similarity (copydetect)")
+    timed(reports, "html_report", "    report.html")
+    timed(reports, "summarize", "    summary")
+    timed(batch, "_write_json", "  write students/*.json (+ manifest)")
+
+
+def part1(runs: int, cprofile: bool) -> None:
+    print(f"== 1. `grade ex1 --submission reference`, instrumented, in a fresh interpreter; median of {runs} runs ==")
+    check = "score 26/26: 26 passed"
+    argv = ["ex1", "--submission", str(REFERENCE)]
+    instrumented(argv, runs, cprofile, lambda p: p.returncode == 0 and check in p.stdout)
+    wrong = next(t for t in traps() if t.path.stem == "dbnmeani_lecture_no_keepdim")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-profile-"))
+    folder = write_student(tmp / "wrong_shape", "ex1", wrong.path.read_text())
+    print(f"\n   the same with one wrong-shape gradient ({wrong.path.name}); median of {runs} runs:")
+    check2 = "score 25/26: 25 passed, 1 failed"
+    instrumented(["ex1", "--submission", str(folder)], runs, False, lambda p: p.returncode == 1 and check2 in p.stdout)
+    shutil.rmtree(folder.parent, ignore_errors=True)
+
+
+def part3(n: int, runs: int) -> None:
+    """Profile the scheduling process of `grade batch` on a class of n."""
+    from common import build_class, check_outdir
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-profile-batch-"))
+    students = build_class(tmp / "class" / "subs", n)
+    out = tmp / "out"
+    print(
+        f"\n== 3. `grade batch` of {n} full submissions (--jobs 2 --timeout 3), instrumented scheduling process, "
+        f"fresh interpreter; median of {runs} runs; the grading itself runs in forked processes =="
+    )
+
+    def ok(p) -> bool:
+        check_outdir(out, students)
+        shutil.rmtree(out)
+        return p.returncode == 0
+
+    argv = ["batch", str(tmp / "class" / "subs"), "--out", str(out), "--jobs", "2", "--timeout", "3"]
+    instrumented(argv, runs, False, ok)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def instrumented(argv: list[str], runs: int, cprofile: bool, ok) -> None:
+    """Run the CLI instrumented in fresh interpreters (one unrecorded warm-up) and print the phase medians."""
+    collected: dict[str, list[float]] = defaultdict(list)
+    prof_out = Path(tempfile.mkstemp(suffix=".prof")[1])
+    for k in range(runs + 1 + cprofile):
+        spawned = time.time()
+        cmd = [PYTHON, str(Path(__file__).resolve()), "--inner", str(spawned), json.dumps(argv)]
+        if cprofile and k == runs + 1:
+            cmd.append("--cprofile")
+        p = subprocess.run(
+            cmd, cwd=ROOT, env=clean_env(BENCH_PROFILE_OUT=str(prof_out)), capture_output=True, text=True
+        )
+        reaped = time.time()
+        if not ok(p):
+            tail = p.stdout[-1000:] + p.stderr[-2000:]
+            raise SystemExit(f"the instrumented run failed (exit {p.returncode}):\n{tail}")
+        line = next(x for x in p.stderr.splitlines() if x.startswith(MARK))
+        rep = json.loads(line[len(MARK) :])
+        if k == 0 or k == runs + 1:
+            continue  # the first run pages the files in; the cProfile run is slower
+        collected["interpreter start (spawn to first line)"].append(rep["started"] - rep["spawned_at"])
+        collected[f"exit ({rep['exit']}): after the CLI's last line, to reap"].append(reaped - rep["ended"])
+        collected["whole process (spawn to reap)"].append(reaped - spawned)
+        for label, xs in rep["times"].items():
+            collected[label].append(sum(xs))
+            collected[f"#{label}"].append(len(xs))
+    print(
+        f"   modules: {rep['modules_before_cli']} loaded before the CLI ran, {rep['modules_after']} at exit; "
+        f"sympy loaded: {rep['sympy']}"
+    )
+    if "grade_batch (all of it)" in collected:
+        parts = [
+            "  discover the entries",
+            "  digests, read in a throwaway child",
+            "  write_outputs (gradebook, summary, similarity, html)",
+            "fixture.build (truth, both geometries)",
+            "make the jail dir",
+            "sandbox probe (protections, a throwaway child)",
+        ]
+        rest = [
+            total - sum(collected[p][k] for p in parts if p in collected)
+            for k, total in enumerate(collected["grade_batch (all of it)"])
+        ]
+        collected["  => grading loop (grade_batch minus the phases above; forked workers)"] = rest
+    labels = [k for k in collected if not k.startswith("#")]
+    labels.sort(key=lambda k: -statistics.median(collected[k]))
+    for label in labels:
+        xs = collected[label]
+        count = collected.get(f"#{label}")
+        n = f"{statistics.median(count):5.0f}x" if count else "      "
+        print(
+            f"   {label:56s} {n} {statistics.median(xs) * 1e3:8.1f} ms  (range {min(xs) * 1e3:.1f}-{max(xs) * 1e3:.1f})"
+        )
+    if cprofile:
+        import pstats
+
+        print("\n   cProfile of the CLI (parent process only, one run; cumulative time, top 25):")
+        stats = pstats.Stats(str(prof_out))
+        stats.sort_stats("cumulative").print_stats(25)
+    prof_out.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. one submission as grade batch grades it
+
+
+def part2(reps: int) -> None:
+    import torch
+
+    from grader import catalogue, pool, runner
+    from grader.policy import Policy
+    from grader.sandbox import Limits, jail
+
+    install()
+    torch.set_num_threads(1)
+    limits = Limits(timeout=3.0)
+    catalogue.use_secret("profile")
+    for call in catalogue.select(catalogue.EXERCISES):
+        for g in catalogue.geometries(call):
+            catalogue.build_fixture(call, g, None)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-profile-"))
+    wrong = next(t for t in traps() if t.path.stem == "dhpreact_tanh_preact")
+    trap = write_student(tmp / "trap", wrong.exercise, wrong.path.read_text())
+    subs = {"correct (reference)": write_student(tmp / "correct"), f"trap ({wrong.exercise}/{wrong.path.stem})": trap}
+    print(
+        f"\n== 2. one full submission as `grade batch` grades it: warm parent, jail held, a grading process forked "
+        f"per student (grader.pool), runner.grade in it; {reps} reps each, per-submission medians =="
+    )
+    with jail.held():
+        for label, folder in subs.items():
+
+            def grade_one(_, folder=folder):
+                return runner.grade(folder, limits=limits, policy=Policy()).to_dict()
+
+            for _ in range(2):  # warm
+                runner.grade(folder, limits=limits)
+            TIMES.clear()
+            walls, pooled = [], []
+            for _ in range(reps):
+                t = time.perf_counter()
+                result = runner.grade(folder, limits=limits)
+                walls.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                ((_, res, why),) = list(pool.run([None], grade_one, jobs=1, deadline=600, retries=0))
+                pooled.append(time.perf_counter() - t)
+                if res is None:
+                    raise SystemExit(f"the pooled grading failed: {why}")
+            if label.startswith("correct") and result.score != result.max_score:
+                raise SystemExit("the reference did not pass everything")
+            print(f"\n   {label}: {result.score:g}/{result.max_score:g}")
+            print(f"   runner.grade in this process: median {statistics.median(walls) * 1e3:.1f} ms")
+            print(
+                f"   the same in a forked grading process (pool.run, one job): median "
+                f"{statistics.median(pooled) * 1e3:.1f} ms -> pool overhead (fork, JSON, exit, wait) "
+                f"{(statistics.median(pooled) - statistics.median(walls)) * 1e3:.1f} ms"
+            )
+            # the timers recorded both the in-process and the pooled runs' parent side only for the former
+            table({k: v for k, v in TIMES.items()}, per=reps, title="   per submission (in-process runs):")
+
+
+def main() -> None:
+    if len(sys.argv) > 3 and sys.argv[1] == "--inner":
+        inner_cli(float(sys.argv[2]), json.loads(sys.argv[3]), "--cprofile" in sys.argv)
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--cprofile", action="store_true")
+    ap.add_argument("--only", choices=("ex1", "batch", "class"), default=None)
+    ap.add_argument("--class-n", type=int, default=200, help="class size of part 3")
+    ap.add_argument("--class-runs", type=int, default=2)
+    args = ap.parse_args()
+    print(f"profile_grade: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    if args.only in (None, "ex1"):
+        part1(args.runs, args.cprofile)
+    if args.only in (None, "batch"):
+        part2(args.reps)
+    if args.only in (None, "class"):
+        part3(args.class_n, args.class_runs)
+
+
+if __name__ == "__main__":
+    main()
