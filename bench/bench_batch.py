@@ -234,6 +234,11 @@ def main() -> None:
     ap.add_argument("--sandbox-sample", type=int, default=24, help="submissions in the sandbox-cost sample (0: skip)")
     ap.add_argument("--sandbox-rounds", type=int, default=5)
     ap.add_argument("--golden", type=Path, default=None, help="save, or compare with, a run's outputs")
+    ap.add_argument(
+        "--no-similarity-too",
+        action="store_true",
+        help="also time `grade batch --no-similarity` in the same rounds (how much of the wall is similarity)",
+    )
     ap.add_argument("--keep", type=Path, default=None, help="build the class here and keep it")
     args = ap.parse_args()
     print(f"bench_batch: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; python {PYTHON}")
@@ -269,6 +274,18 @@ def _main(args, tmp: Path) -> None:
             after_ref,
         )
     ]
+    if args.no_similarity_too:
+        cases.append(
+            batch_case(
+                f"grade batch ({args.n}) --no-similarity",
+                [*grade_cmd(), "batch", str(subs), "--out", str(tmp / "out_nosim"), *flags, "--no-similarity"],
+                clean_env(),
+                ROOT,
+                tmp / "out_nosim",
+                students,
+                {},
+            )
+        )
     for d in args.before:
         cases.append(
             batch_case(
@@ -297,7 +314,12 @@ def _main(args, tmp: Path) -> None:
         print(f"   {c.name:32s} {describe(c.times)}; {describe(rate, 'subs/s', 1, 1)}")
     rate = args.n / statistics.median(after.times)
     print(f"   throughput `grade batch` of {args.n}: {rate:.1f} subs/s (N / median wall; target >= 40)")
-    for d, c in zip(args.before, cases[1:], strict=True):
+    if args.no_similarity_too:
+        nosim = cases[1]
+        rate = args.n / statistics.median(nosim.times)
+        print(f"   throughput `grade batch --no-similarity` of {args.n}: {rate:.1f} subs/s")
+        print("   " + ratio_line("wall --no-similarity / wall with similarity", nosim.times, after.times))
+    for d, c in zip(args.before, cases[1 + args.no_similarity_too :], strict=True):
         print(f"   [{d.name}]: {old_checks(tmp / f'out_{d.name}', students)}")
         print("   " + ratio_line(f"wall [{d.name}] / wall this checkout", c.times, after.times))
     golden(after_ref, args.golden)

@@ -112,24 +112,36 @@ class Session:
 
     def call(self, exercise: str, function: str, args: dict, reload: bool = False) -> Outcome:
         """Call one student function with these inputs (all sent from here); reload=True re-executes the file."""
+        return self.call_runs(exercise, function, [(args, reload)])[0]
+
+    def call_runs(self, exercise: str, function: str, runs: list[tuple[dict, bool]]) -> list[Outcome]:
+        """Call a function once per (inputs, reload) run, in one request; each run has its own deadline.
+
+        After a run that hangs, crashes or breaks the protocol, the later runs are not made: they repeat its outcome.
+        """
         stop = self.gave_up()
         if stop is not None:
-            return stop
+            return [stop] * len(runs)
         if self.worker is None or not self.worker.alive or self.exercise != exercise:
             _, failed = self.load(exercise)
             if failed is not None:
-                return failed
+                return [failed] * len(runs)
         enc = wire.Encoder()
-        sent = {k: enc.value(v) for k, v in args.items()}
-        request = {"op": "call", "function": function, "args": sent, "reload": reload}
-        reply = self.worker.ask(request, enc.parts)  # the tensors' own memory, uncopied
-        if not reply.ok:
-            return self._failed(reply)
-        try:
-            return _outcome(reply, args, self.sources.get(exercise))
-        except WireError as exc:
-            self.close()
-            return Outcome(failure="protocol", reason=f"{MALFORMED} ({exc})", output=reply.output)
+        sent = [{"args": {k: enc.value(v) for k, v in args.items()}, "reload": reload} for args, reload in runs]
+        request = {"op": "calls", "function": function, "runs": sent}
+        replies = self.worker.ask_many(request, enc.parts, len(runs))  # the tensors' own memory, uncopied
+        outcomes: list[Outcome] = []
+        for (args, _), reply in zip(runs, replies, strict=False):
+            if not reply.ok:
+                outcomes.append(self._failed(reply))
+                break
+            try:
+                outcomes.append(_outcome(reply, args, self.sources.get(exercise)))
+            except WireError as exc:
+                self.close()
+                outcomes.append(Outcome(failure="protocol", reason=f"{MALFORMED} ({exc})", output=reply.output))
+                break
+        return outcomes + [outcomes[-1]] * (len(runs) - len(outcomes))
 
 
 def _outcome(reply, args: dict, source: Source | None = None) -> Outcome:
@@ -279,10 +291,11 @@ def _grade_call(session: Session, call: catalogue.Call, functions: dict, data) -
             if out.failure or out.error:
                 break
         return [judge_training(call.items[0], steps, fx_a)]
-    out_a = session.call(call.exercise, call.function, _args(fx_a, call, names), reload=call.ex4)
-    out_b = out_a
-    if not (out_a.failure or out_a.error):  # the hidden geometry matters only for an answer that ran
-        out_b = session.call(call.exercise, call.function, _args(fx_b, call, names), reload=call.ex4)
+    # both geometries in one request, each with its own deadline (neither holds this item's answer)
+    runs = [(_args(fx_a, call, names), call.ex4), (_args(fx_b, call, names), call.ex4)]
+    out_a, out_b = session.call_runs(call.exercise, call.function, runs)
+    if out_a.failure or out_a.error:  # the hidden geometry matters only for an answer that ran
+        out_b = out_a
     return [judge(item, _pick(out_a, call, item), _pick(out_b, call, item), fx_a, fx_b) for item in call.items]
 
 

@@ -235,6 +235,10 @@ class ChildServer:
             request = self._receive()
             if request is None:
                 os._exit(0)
+            if request["op"] == "calls":  # one reply frame per run, each under its own deadline in the parent
+                for run in request["runs"]:
+                    self.send(*self.call({"function": request["function"], **run}))
+                continue
             header, blob = handlers[request["op"]](request)
             self.send(header, blob)
 
@@ -247,9 +251,10 @@ class ChildServer:
         if head is None or blob is None:
             return None
         request = wire.decode_header(head)
-        if "args" in request:
-            dec = wire.Decoder(blob)
-            request["args"] = {k: _plain(dec.value(v)) for k, v in request["args"].items()}
+        dec = wire.Decoder(blob)
+        for run in [request, *request.get("runs", ())]:
+            if "args" in run:
+                run["args"] = {k: _plain(dec.value(v)) for k, v in run["args"].items()}
         return request
 
     def _read_exact(self, size):

@@ -176,15 +176,34 @@ class Worker:
 
         Frames whose header has a "progress" key come before the reply; each goes to on_progress(header).
         """
+        return self.ask_many(request, parts, 1, timeout, on_progress)[0]
+
+    def ask_many(self, request: dict, parts, replies: int, timeout=None, on_progress=None) -> list[Reply]:
+        """Send one request and read `replies` replies, each within the timeout; stop at the first failure."""
         if not self.alive:
-            return Reply(failure="crash", reason="the sandbox process had already stopped")
+            return [Reply(failure="crash", reason="the sandbox process had already stopped")]
         timeout = self.limits.timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
         self._buffer = getattr(self, "_buffer", b"")
+        parts = [parts] if isinstance(parts, (bytes, bytearray, memoryview)) else list(parts)
         try:
-            parts = [parts] if isinstance(parts, (bytes, bytearray, memoryview)) else list(parts)
             for data in wire.pack_parts(request, parts):
-                self._write(data, deadline)
+                self._write(data, time.monotonic() + timeout)
+        except TimeoutError:
+            self.kill()
+            return [Reply(failure="timeout", reason=f"no answer within {timeout:g} s", output=self._output())]
+        except EOFError:
+            return [Reply(failure="crash", reason=self._death(), output=self._output())]
+        got = []
+        for _ in range(replies):
+            got.append(self._reply(timeout, on_progress))
+            if not got[-1].ok:
+                break
+        return got
+
+    def _reply(self, timeout: float, on_progress) -> Reply:
+        """Read one reply within the timeout."""
+        deadline = time.monotonic() + timeout
+        try:
             while True:
                 nhead, nblob = wire.read_lengths(self._read(wire.PREFIX_SIZE, deadline))
                 header = wire.decode_header(self._read(nhead, deadline))
