@@ -11,6 +11,8 @@ any sandbox forks, so a child's setup is timed too and reported over its output 
    correct and a trap submission, medians over --reps.
 3. `grade batch` of a class (common.build_class) in a fresh interpreter: the scheduling process's phases
    (discover, digests, fixtures, grading loop, outputs, similarity, report, exit), every run's outputs checked.
+4. `grade ex4 --full`'s SGD loop (training.sgd with the reference backward) in this process: per-step time, the
+   top torch ops by their own CPU time (torch.profiler), and the top Python functions (cProfile).
 With --cprofile, also the top functions of a cProfile of part 1's CLI (parent side only).
 
     python bench/profile_grade.py [--runs 5] [--reps 20] [--cprofile] [--class-n 200] [--only ex1|batch|class]
@@ -368,6 +370,45 @@ def part2(reps: int) -> None:
             table({k: v for k, v in TIMES.items()}, per=reps, title="   per submission (in-process runs):")
 
 
+def part4(steps: int) -> None:
+    """Profile `grade ex4 --full`'s loop (training.sgd with the reference backward) by torch op and Python function."""
+    import cProfile
+    import importlib.util
+    import pstats
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from grader import corpus, training
+
+    spec = importlib.util.spec_from_file_location("reference_ex4", REFERENCE / "ex4.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    words = corpus.load(None)
+    torch.set_num_threads(1)
+    training.sgd(module.backward, words, 200)  # warm
+    _, _, _, plain = training.sgd(module.backward, words, steps)
+    print(
+        f"\n== 4. `grade ex4 --full`'s loop in this process (training.sgd, reference backward, one thread): "
+        f"{plain / steps * 1e3:.4f} ms per step over {steps} steps without a profiler =="
+    )
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        training.sgd(module.backward, words, steps)
+    events = prof.key_averages()
+    ops = sorted((e for e in events if e.key.startswith("aten::")), key=lambda e: -e.self_cpu_time_total)
+    total_ops = sum(e.self_cpu_time_total for e in ops) / steps
+    print(f"   torch ops' own CPU time per step (torch.profiler): {total_ops / 1e3:.4f} ms; top 12:")
+    for e in ops[:12]:
+        print(f"      {e.key:34s} {e.count / steps:5.1f} calls/step  {e.self_cpu_time_total / steps:7.1f} us/step")
+    prof2 = cProfile.Profile()
+    prof2.enable()
+    training.sgd(module.backward, words, steps)
+    prof2.disable()
+    print("   cProfile (Python functions, tottime, top 12):")
+    stats = pstats.Stats(prof2)
+    stats.sort_stats("tottime").print_stats(12)
+
+
 def main() -> None:
     if len(sys.argv) > 3 and sys.argv[1] == "--inner":
         inner_cli(float(sys.argv[2]), json.loads(sys.argv[3]), "--cprofile" in sys.argv)
@@ -376,7 +417,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--cprofile", action="store_true")
-    ap.add_argument("--only", choices=("ex1", "batch", "class"), default=None)
+    ap.add_argument("--only", choices=("ex1", "batch", "class", "training"), default=None)
+    ap.add_argument("--train-steps", type=int, default=2000, help="steps of part 4")
     ap.add_argument("--class-n", type=int, default=200, help="class size of part 3")
     ap.add_argument("--class-runs", type=int, default=2)
     args = ap.parse_args()
@@ -387,6 +429,8 @@ def main() -> None:
         part2(args.reps)
     if args.only in (None, "class"):
         part3(args.class_n, args.class_runs)
+    if args.only in (None, "training"):
+        part4(args.train_steps)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,4 @@ import torch.nn.functional as F  # noqa: F401
 
 
 def dhprebn(dhpreact, bngain, bnvar_inv, bnraw, n):
-    return (
-        bngain
-        * bnvar_inv
-        / n
-        * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
-    )
+    return bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))

@@ -19,10 +19,7 @@ def backward(Xb, Yb, n, C, W1, W2, bngain, emb, embcat, bnraw, bnvar_inv, h, log
     dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
     dbnbias = dhpreact.sum(0, keepdim=True)
     dhprebn = (
-        bngain
-        * bnvar_inv
-        / n
-        * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
+        bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
     )
     # first layer
     dembcat = dhprebn @ W1.T
