@@ -223,6 +223,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", default="3")
     ap.add_argument("--rounds", type=int, default=3, help="timed `grade batch` runs (per version)")
+    ap.add_argument("--warmup", type=int, default=1, help="checked but untimed runs of each version first")
     ap.add_argument(
         "--before", type=Path, action="append", default=[], help="an unpacked older checkout to time alongside"
     )
@@ -299,13 +300,14 @@ def _main(args, tmp: Path) -> None:
                 strict=False,
             )
         )
+    others = ", interleaved with the other variants" if len(cases) > 1 else ""
     print(
-        f"\n== 1. `grade batch SUBS --out OUT {' '.join(flags)}`, whole processes from the shell, {args.rounds} "
-        f"round(s){' interleaved with the older versions' if args.before else ''}; every run checked =="
+        f"\n== 1. `grade batch SUBS --out OUT {' '.join(flags)}`, whole processes from the shell, {args.warmup} "
+        f"untimed warm-up and {args.rounds} timed round(s){others}; every run checked =="
     )
     peer_jobs = [int(x) for x in args.peer_jobs.split(",") if int(x) > 0]
     first = args.rounds // 2 if peer_jobs else args.rounds
-    paired(cases, first, warmup=1)
+    paired(cases, first, warmup=args.warmup)
     peer_walls = {j: run_peer(students, subs, j) for j in peer_jobs}
     paired(cases, args.rounds - first, warmup=0)
     after = cases[0]

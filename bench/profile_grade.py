@@ -13,6 +13,8 @@ any sandbox forks, so a child's setup is timed too and reported over its output 
    (discover, digests, fixtures, grading loop, outputs, similarity, report, exit), every run's outputs checked.
 4. `grade ex4 --full`'s SGD loop (training.sgd with the reference backward) in this process: per-step time, the
    top torch ops by their own CPU time (torch.profiler), and the top Python functions (cProfile).
+5. perf stat of `python -c "import torch"`, `grade ex1 --submission reference` and `grade batch` of the class:
+   CPU time (task-clock, children included), context switches, migrations, page faults; CPU ms per submission.
 With --cprofile, also the top functions of a cProfile of part 1's CLI (parent side only).
 
     python bench/profile_grade.py [--runs 5] [--reps 20] [--cprofile] [--class-n 200] [--only ex1|batch|class]
@@ -53,7 +55,7 @@ def timed(owner, name: str, label: str | None = None, child: bool = False):
             return fn(*args, **kwargs)
         finally:
             dt = time.perf_counter() - t
-            if child and os.getpid() != PARENT[0]:
+            if child and IN_SANDBOX[0]:
                 print(f"{MARK}{label} {dt}", flush=True)  # a sandbox child: its output goes to the parent
             else:
                 TIMES[label].append(dt)
@@ -61,7 +63,7 @@ def timed(owner, name: str, label: str | None = None, child: bool = False):
     setattr(owner, name, wrapper)
 
 
-PARENT = [os.getpid()]
+IN_SANDBOX = [False]  # set in a sandbox child as it starts (see install)
 
 
 def install() -> None:
@@ -87,13 +89,10 @@ def install() -> None:
     timed(runner, "conclude", "render messages (conclude)")
     timed(report, "emit_table", "print the table")
     timed(jail, "jail", "make the jail dir")
-    ask = worker.Worker.ask
+    depth = [0]
 
-    @functools.wraps(ask)
-    def timed_ask(self, request, *args, **kwargs):
-        t = time.perf_counter()
-        reply = ask(self, request, *args, **kwargs)
-        TIMES[f"round trip: {request.get('op')}"].append(time.perf_counter() - t)
+    def strip_marks(reply):
+        """Move a child's timing lines out of a reply's output into TIMES."""
         kept = []
         for line in reply.output.splitlines(True):
             if line.startswith(MARK):
@@ -102,11 +101,42 @@ def install() -> None:
             else:
                 kept.append(line)
         reply.output = "".join(kept)
-        return reply
 
-    worker.Worker.ask = timed_ask
+    def wrap_ask(name: str):
+        real = getattr(worker.Worker, name, None)
+        if real is None:
+            return
+
+        @functools.wraps(real)
+        def timed_ask(self, request, *args, **kwargs):
+            depth[0] += 1
+            t = time.perf_counter()
+            try:
+                got = real(self, request, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+            if depth[0] == 0:  # ask() may call ask_many(): count the request once
+                replies = got if isinstance(got, list) else [got]
+                TIMES[f"round trip: {request.get('op')}"].append(time.perf_counter() - t)
+                TIMES[f"#replies: {request.get('op')}"].append(len(replies))
+                for reply in replies:
+                    strip_marks(reply)
+            return got
+
+        setattr(worker.Worker, name, timed_ask)
+
+    wrap_ask("ask")
+    wrap_ask("ask_many")
+    real_main = child.child_main
+
+    @functools.wraps(real_main)
+    def child_main(*args, **kwargs):
+        IN_SANDBOX[0] = True
+        return real_main(*args, **kwargs)
+
+    child.child_main = child_main
     timed(child, "scrub_secrets", "scrub the truth (copy-on-write)", child=True)
-    timed(child, "warm_up", "warm_up", child=True)
+    timed(child, "warm_up", "warm_up (torch's lazy imports)", child=True)
     timed(jail, "enter", "jail.enter (namespaces, chroot, uid, rlimits)", child=True)
     timed(child, "install_autograd_tripwires", "tripwires", child=True)
     timed(child.ChildServer, "load", "exec the exercise file", child=True)
@@ -117,13 +147,17 @@ def table(times: dict[str, list[float]], per: int = 1, title: str = "") -> None:
     """Print count, total and per-unit median of every label, largest total first."""
     if title:
         print(title)
-    rows = sorted(times.items(), key=lambda kv: -sum(kv[1]))
+    rows = sorted(((k, v) for k, v in times.items() if not k.startswith("#")), key=lambda kv: -sum(kv[1]))
     for label, xs in rows:
         print(f"   {label:52s} {len(xs) / per:6.1f} calls  {sum(xs) * 1e3 / per:8.2f} ms total")
-    trips, work = times.get("round trip: call", []), times.get("  child: call: student function + encode", [])
-    if trips and len(trips) == len(work):
+    work = times.get("  child: call: student function + encode", [])
+    trips = [x for k, xs in times.items() if k.startswith("round trip:") and k != "round trip: load" for x in xs]
+    if trips and work:
         over = (sum(trips) - sum(work)) / len(trips)
-        print(f"   => per call round trip beyond the child's own work (IPC, decode, wakeups): {over * 1e3:.3f} ms")
+        print(
+            f"   => per request (load excluded), round trip beyond the child's own call work (IPC, decode, wakeups): "
+            f"{over * 1e3:.3f} ms over {len(trips) / per:.0f} requests carrying {len(work) / per:.0f} calls"
+        )
     loads = times.get("round trip: load", [])
     if loads:
         print(f"   => per sandbox, fork-to-loaded latency (round trip: load): {sum(loads) / len(loads) * 1e3:.2f} ms")
@@ -409,6 +443,76 @@ def part4(steps: int) -> None:
     stats.sort_stats("tottime").print_stats(12)
 
 
+EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults")
+
+
+def perf_stat(cmd: list[str], runs: int, ok) -> dict[str, list[float]]:
+    """Run a command under `perf stat` (children included) runs times; return every event's values."""
+    got: dict[str, list[float]] = defaultdict(list)
+    for _ in range(runs):
+        t = time.perf_counter()
+        p = subprocess.run(
+            ["perf", "stat", "-x", ",", "-e", ",".join(EVENTS), "--", *cmd],
+            cwd=ROOT,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+        )
+        got["wall ms"].append((time.perf_counter() - t) * 1e3)
+        if not ok(p):
+            raise SystemExit(f"perf stat of {cmd} failed (exit {p.returncode}):\n{p.stdout[-800:]}{p.stderr[-800:]}")
+        for line in p.stderr.splitlines():
+            parts = line.split(",")
+            if len(parts) > 2 and parts[2] in EVENTS and parts[0] not in ("<not counted>", "<not supported>"):
+                got[parts[2]].append(float(parts[0]))
+    return got
+
+
+def part5(runs: int, class_n: int) -> None:
+    """Count CPU time, context switches and page faults of whole commands with perf stat (children included)."""
+    import shutil as sh
+
+    if sh.which("perf") is None:
+        print("\n== 5. perf stat: perf is not installed here ==")
+        return
+    from common import build_class, check_outdir, grade_cmd
+
+    print(f"\n== 5. perf stat (software events, every child process included), median of {runs} runs ==")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-perf-"))
+    students = build_class(tmp / "class" / "subs", class_n)
+    out = tmp / "out"
+
+    def batch_ok(p) -> bool:
+        check_outdir(out, students)
+        sh.rmtree(out)
+        return p.returncode == 0
+
+    commands = [
+        ("python -c 'import torch'", [PYTHON, "-c", "import torch"], lambda p: p.returncode == 0),
+        (
+            "grade ex1 --submission reference",
+            [*grade_cmd(), "ex1", "--submission", str(REFERENCE)],
+            lambda p: p.returncode == 0 and "score 26/26: 26 passed" in p.stdout,
+        ),
+        (
+            f"grade batch ({class_n}) --jobs 2 --timeout 3",
+            [*grade_cmd(), "batch", str(tmp / "class" / "subs"), "--out", str(out), "--jobs", "2", "--timeout", "3"],
+            batch_ok,
+        ),
+    ]
+    for label, cmd, ok in commands:
+        got = perf_stat(cmd, runs, ok)
+        cells = ", ".join(f"{k} {statistics.median(v):,.0f}" for k, v in got.items())
+        print(f"   {label}: {cells}")
+        if label.startswith("grade batch"):
+            cpu, faults = statistics.median(got["task-clock"]), statistics.median(got["page-faults"])
+            print(
+                f"      => per submission, fixed costs (import, fixtures, similarity, report) included: CPU "
+                f"{cpu / class_n:.1f} ms, page faults {faults / class_n:,.0f}"
+            )
+    sh.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     if len(sys.argv) > 3 and sys.argv[1] == "--inner":
         inner_cli(float(sys.argv[2]), json.loads(sys.argv[3]), "--cprofile" in sys.argv)
@@ -417,7 +521,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--cprofile", action="store_true")
-    ap.add_argument("--only", choices=("ex1", "batch", "class", "training"), default=None)
+    ap.add_argument("--only", choices=("ex1", "batch", "class", "training", "perf"), default=None)
+    ap.add_argument("--perf-runs", type=int, default=3, help="runs of each command under perf stat (part 5)")
     ap.add_argument("--train-steps", type=int, default=2000, help="steps of part 4")
     ap.add_argument("--class-n", type=int, default=200, help="class size of part 3")
     ap.add_argument("--class-runs", type=int, default=2)
@@ -431,6 +536,8 @@ def main() -> None:
         part3(args.class_n, args.class_runs)
     if args.only in (None, "training"):
         part4(args.train_steps)
+    if args.only in (None, "perf"):
+        part5(args.perf_runs, args.class_n)
 
 
 if __name__ == "__main__":

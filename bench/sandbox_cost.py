@@ -138,6 +138,10 @@ class NewSession(_Files):
                 return failed
         return self.invoke(ex, function, args)
 
+    def call_runs(self, ex: str, function: str, runs: list):
+        """Call once per (inputs, reload) run, as the runner's one-request form does."""
+        return [self.call(ex, function, args, reload) for args, reload in runs]
+
 
 class OldSession(_Files):
     """Stands in for 1a600a0's runner.Session (both geometries in one call; inputs by fixture index)."""

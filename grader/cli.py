@@ -135,7 +135,7 @@ def _make_grade_command(which: str):
             from grader.training_cli import run_full
 
             result.extra["training"] = run_full(
-                Path(submission), data=data, steps=extra["steps"], quiet=as_json, plot=extra.get("curve")
+                graded, data=data, steps=extra["steps"], quiet=as_json, plot=extra.get("curve")
             )
         if as_json:
             report.emit_json(result.to_dict())

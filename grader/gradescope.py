@@ -15,7 +15,6 @@ import os
 import secrets
 import shutil
 import stat
-import tempfile
 import time
 import traceback
 import zipfile
@@ -330,6 +329,22 @@ def stage_submission(submission: Path, staging: Path) -> dict[str, str]:
     return origins
 
 
+def _intake_note(submission) -> str:
+    """Say which exercise files (or notebook cells) were graded, and what intake noticed."""
+    graded = submission.to_dict().get("graded_files", {})
+    if not graded:
+        return (
+            "No exercise files were found in your submission: upload ex1.py, ex2.py, ex3.py and/or ex4.py "
+            "(loose, in a folder, or in a zip), or your notebook."
+        )
+    note = "Graded: " + ", ".join(f"{ex} from {label}" for ex, label in graded.items()) + "."
+    missing = [ex for ex in EXERCISES if ex not in graded]
+    if missing:
+        note += " Not found: " + ", ".join(missing) + "."
+    extra = [n for n in submission.notes if n]
+    return note + ("\n" + "\n".join(extra) if extra else "")
+
+
 def _files_note(origins: dict[str, str]) -> str:
     """Say which exercise files were found, and where."""
     if not origins:
@@ -390,18 +405,16 @@ def run(root: Path, *, visibility: str | None = None, policy: Policy | None = No
     results_path = root / "results" / "results.json"
     start = time.monotonic()
     try:
-        with tempfile.TemporaryDirectory(prefix="ninja-gradescope-") as tmp:
-            staging = Path(tmp) / "submission"
-            origins = stage_submission(root / "submission", staging)
-            target, note = staging, _files_note(origins)
-            if not origins:  # no exercise files: a notebook is graded instead, if the upload holds one
-                from grader.notebook.submission import find_notebook_submission
+        if True:
+            from grader.intake import read_submission  # the same rules as `grade batch`: files, zips, notebooks
 
-                target, note = find_notebook_submission(root / "submission") or (target, note)
+            target = read_submission(root / "submission")
+            target.name = "submission"
+            note = _intake_note(target)
             from grader import runner  # lazily: it imports torch and builds fixtures
 
             graded = runner.grade(target, list(EXERCISES), **grade_kwargs(policy, runner.grade))
-            result = _hide_path(_with_hidden(graded), str(staging))
+            result = _hide_path(_with_hidden(graded), str(root / "submission"))
             results = to_results(
                 result,
                 visibility=visibility,

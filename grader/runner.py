@@ -40,14 +40,26 @@ class Outcome:
     output: str = ""
 
 
-def read_sources(submission: Path, exercises) -> dict[str, Source]:
-    """Read the exercise files present in a submission folder: {exercise: Source}."""
+def read_sources(submission: Path, exercises, problems: dict | None = None) -> dict[str, Source]:
+    """Read the exercise files of a folder as Python would (BOM, coding cookie): {exercise: Source}.
+
+    Only regular files are read (a FIFO or a link to a device would hang or never end); why a file could not be
+    read goes into `problems`, so the student sees it.
+    """
+    from grader.intake.files import Unreadable, decode_source, read_regular
+
+    problems = {} if problems is None else problems
     sources = {}
     for ex in exercises:
         path = submission / f"{ex}.py"
-        if path.is_file():
-            raw = path.read_bytes()[:MAX_SOURCE_BYTES]
-            sources[ex] = Source(ex, str(path.resolve()), raw.decode("utf-8", errors="replace"), f"{ex}.py")
+        if not (path.exists() or path.is_symlink()):
+            continue
+        try:
+            text = decode_source(read_regular(path, MAX_SOURCE_BYTES))
+        except (Unreadable, SyntaxError, UnicodeDecodeError, LookupError) as exc:
+            problems[ex] = f"{ex}.py could not be read ({exc}); save it as a plain UTF-8 text file and grade again."
+            continue
+        sources[ex] = Source(ex, str(path.absolute()), text, f"{ex}.py")
     return sources
 
 
@@ -219,8 +231,9 @@ def grade(
     policy = policy or Policy()
     catalogue.use_secret(policy.secret)  # the hidden geometry this course's secret draws
     if not isinstance(submission, Submission):
-        folder = Path(submission)
-        submission = Submission(name or str(folder), read_sources(folder, catalogue.EXERCISES))
+        folder, problems = Path(submission), {}
+        sources = read_sources(folder, catalogue.EXERCISES, problems)
+        submission = Submission(name or str(folder), sources, problems=problems)
     limits = limits or Limits()
     calls = catalogue.select(exercises, only)
     for call in calls:  # the truth is built here, in the trusted process, before any child exists
@@ -254,12 +267,18 @@ def failed_result(name: str, message: str, data=None, exercises=catalogue.EXERCI
 
 
 def _grade_exercise(session: Session, ex: str, calls, submission: Submission, data) -> list[ItemResult]:
+    if ex in submission.problems:
+        why = submission.problems[ex]
+        return [_blank(c, i, data, "error", why, scope="file") for c in calls for i in c.items]
     if ex not in session.sources:
-        return [
-            _blank(c, i, data, "not_attempted", f"No {ex}.py was found in the submission.", scope="file")
-            for c in calls
-            for i in c.items
-        ]
+        labels = [s.label for s in submission.sources.values()]
+        notebook = next((label.split(" cell")[0] for label in labels if ".ipynb" in label), None)
+        missing = (
+            f"No {ex} code was found in {notebook}: no cell assigns its gradients."
+            if notebook
+            else f"No {ex}.py was found in the submission."
+        )
+        return [_blank(c, i, data, "not_attempted", missing, scope="file") for c in calls for i in c.items]
     functions, failed = session.load(ex)
     if failed is not None:
         status, message = _failure_message(failed, f"loading {ex}.py")

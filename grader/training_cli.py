@@ -11,6 +11,7 @@ from grader import corpus as corpus_mod
 from grader import fixture, report, training, wire
 from grader.runner import read_sources
 from grader.sandbox import Limits, Worker, jail
+from grader.sources import Submission
 from grader.wire import Returned, WireError
 
 TRAIN_REPLY = {
@@ -28,13 +29,16 @@ class TrainingFailed(click.ClickException):
     """The student's backward could not train the network."""
 
 
-def run_full(submission: Path, *, data: str | None, steps: int, quiet: bool, plot: str | None) -> dict:
-    """Train with the submission's ex4.backward and return the JSON `training` object."""
+def run_full(submission, *, data: str | None, steps: int, quiet: bool, plot: str | None) -> dict:
+    """Train with the submission's ex4.backward (a folder, or what intake read) and return the `training` object."""
     corpus = corpus_mod.load(data)
     training.dataset(corpus, "train", fixture.EX4_PRIMARY.block_size)  # built here: the sandbox has no files
-    sources = read_sources(submission, ["ex4"])
+    if isinstance(submission, Submission):
+        sources, where = submission.sources, submission.name
+    else:
+        sources, where = read_sources(Path(submission), ["ex4"]), f"{submission}/ex4.py"
     if "ex4" not in sources:
-        raise TrainingFailed(f"--full needs {submission}/ex4.py")
+        raise TrainingFailed(f"--full needs Ex4's backward, and there is none in {where}")
     timeout = 120 + steps / 300  # a slow backward runs ~700 steps/s; a fast one ~3000
     limits = Limits(timeout=timeout, cpu_seconds=int(timeout) + 60)
     bar = None

@@ -275,3 +275,14 @@ def test_plot_without_matplotlib_prints_the_table_then_the_fix(tmp_path, monkeyp
     assert result.exit_code == 1 and "score 0/1" in result.stdout
     assert result.stderr.strip() == f"--plot: no picture written; {plots.MISSING}"
     assert result.output.index("score 0/1") < result.output.index(plots.MISSING)
+
+
+def test_grade_reads_a_folder_as_python_does_and_refuses_links(tmp_path):
+    sub = make_submission(tmp_path / "sub")
+    (sub / "ex2.py").write_bytes(b"\xef\xbb\xbf" + (REFERENCE / "ex2.py").read_bytes().replace(b"\n", b"\r\n"))
+    (sub / "ex3.py").unlink()
+    (sub / "ex3.py").symlink_to(REFERENCE / "ex3.py")  # the solution, by link: never read
+    result = run("all", "--submission", sub, "--only", "dlogits", "--only", "dhprebn", "--json")
+    items = {i["id"]: i for i in json.loads(result.stdout)["items"]}
+    assert items["ex2.dlogits"]["status"] == "passed"
+    assert items["ex3.dhprebn"]["status"] == "error" and "could not be read" in items["ex3.dhprebn"]["message"]

@@ -251,10 +251,10 @@ def test_run_grades_the_staged_files(tmp_path, monkeypatch):
     seen = {}
 
     def grade(submission, exercises, **kwargs):
-        seen["files"] = sorted(p.name for p in Path(submission).iterdir())
+        seen["files"] = {ex: src.label for ex, src in submission.sources.items()}
         seen["exercises"] = exercises
         seen["kwargs"] = kwargs
-        item = _item("ex2", "dlogits", message=f"checked {submission}/ex2.py")
+        item = _item("ex2", "dlogits", message=f"checked {submission.sources['ex2'].path}")
         return _result([item])
 
     _fake_runner(monkeypatch, grade)
@@ -264,14 +264,15 @@ def test_run_grades_the_staged_files(tmp_path, monkeypatch):
     out = gradescope.run(tmp_path, visibility="after_published", policy=course)
     kwargs = seen.pop("kwargs")
     assert kwargs == {"policy": course, "level": "hint"}
-    assert seen == {"files": ["ex2.py"], "exercises": ["ex1", "ex2", "ex3", "ex4"]}
+    assert seen == {"files": {"ex2": "nested/ex2.py"}, "exercises": ["ex1", "ex2", "ex3", "ex4"]}
     assert [t["visibility"] for t in out["tests"]] == ["after_published", "hidden"]
     written = json.loads((tmp_path / "results" / "results.json").read_text())
     assert written == out
     validate(written)
     assert written["visibility"] == "after_published"
-    assert "ex2.py (from nested/ex2.py)" in written["output"]
-    assert "checked your submission/ex2.py" in written["tests"][0]["output"]  # no private temp paths
+    assert "ex2 from nested/ex2.py" in written["output"]
+    assert "checked nested/ex2.py" in written["tests"][0]["output"]
+    assert str(tmp_path) not in json.dumps(written)  # no private paths
 
 
 def test_run_writes_results_even_when_grading_raises(tmp_path, monkeypatch):
