@@ -13,13 +13,12 @@ import json
 import math
 import os
 import secrets
-import shutil
 import stat
 import time
 import traceback
 import zipfile
 from dataclasses import replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from grader.policy import FILENAME, VISIBILITIES, Policy, PolicyError, grade_kwargs, load
 from grader.release import TORCH_VERSION
@@ -269,66 +268,6 @@ def _error_results(message: str, *, visibility: str, execution_time: float | Non
     return out
 
 
-def _depth_key(path: Path, base: Path) -> tuple[int, str]:
-    """Sort key: shallowest first, then alphabetical."""
-    rel = path.relative_to(base)
-    return (len(rel.parts), rel.as_posix())
-
-
-def find_exercise_files(submission: Path) -> dict[str, Path]:
-    """Return {"ex1": path, ...} for each exN.py below submission, taking the shallowest copy."""
-    found: dict[str, list[Path]] = {}
-    wanted = {f"{ex}.py": ex for ex in EXERCISES}
-    if not submission.is_dir():
-        return {}
-    for dirpath, dirnames, filenames in os.walk(submission):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in filenames:
-            path = Path(dirpath) / name
-            if name in wanted and path.is_file():
-                found.setdefault(wanted[name], []).append(path)
-    return {ex: min(paths, key=lambda p: _depth_key(p, submission)) for ex, paths in sorted(found.items())}
-
-
-def _safe_extract(archive: Path, dest: Path) -> None:
-    """Extract a student's zip into dest, skipping absolute or escaping paths and refusing zip bombs."""
-    with zipfile.ZipFile(archive) as zf:
-        infos = zf.infolist()
-        if len(infos) > _MAX_ZIP_MEMBERS or sum(i.file_size for i in infos) > _MAX_ZIP_BYTES:
-            raise ValueError(f"{archive.name} is too large to unpack")
-        for info in infos:
-            rel = PurePosixPath(info.filename)
-            if info.is_dir() or rel.is_absolute() or ".." in rel.parts:
-                continue
-            target = dest.joinpath(*rel.parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-
-
-def stage_submission(submission: Path, staging: Path) -> dict[str, str]:
-    """Copy the shallowest exN.py files found below submission (or inside uploaded zips) into staging."""
-    found = find_exercise_files(submission)
-    if not found and submission.is_dir():
-        archives = sorted(submission.rglob("*.zip"), key=lambda p: _depth_key(p, submission))
-        for i, archive in enumerate(archives):
-            unpacked = staging.parent / f"unzipped-{i}"
-            try:
-                _safe_extract(archive, unpacked)
-            except (zipfile.BadZipFile, ValueError, OSError):
-                continue
-            found = find_exercise_files(unpacked)
-            if found:
-                submission = unpacked
-                break
-    staging.mkdir(parents=True, exist_ok=True)
-    origins = {}
-    for ex, path in found.items():
-        shutil.copyfile(path, staging / f"{ex}.py")
-        origins[ex] = path.relative_to(submission).as_posix()
-    return origins
-
-
 def _intake_note(submission) -> str:
     """Say which exercise files (or notebook cells) were graded, and what intake noticed."""
     graded = submission.to_dict().get("graded_files", {})
@@ -343,21 +282,6 @@ def _intake_note(submission) -> str:
         note += " Not found: " + ", ".join(missing) + "."
     extra = [n for n in submission.notes if n]
     return note + ("\n" + "\n".join(extra) if extra else "")
-
-
-def _files_note(origins: dict[str, str]) -> str:
-    """Say which exercise files were found, and where."""
-    if not origins:
-        return (
-            "No exercise files were found in your submission: upload ex1.py, ex2.py, ex3.py and/or ex4.py "
-            "(loose, in a folder, or in a zip)."
-        )
-    parts = [f"{ex}.py" + (f" (from {rel})" if rel != f"{ex}.py" else "") for ex, rel in origins.items()]
-    missing = [f"{ex}.py" for ex in EXERCISES if ex not in origins]
-    note = "Graded files: " + ", ".join(parts) + "."
-    if missing:
-        note += " Not found: " + ", ".join(missing) + "."
-    return note
 
 
 def _hide_path(result: dict, staging: str) -> dict:
@@ -405,24 +329,23 @@ def run(root: Path, *, visibility: str | None = None, policy: Policy | None = No
     results_path = root / "results" / "results.json"
     start = time.monotonic()
     try:
-        if True:
-            from grader.intake import read_submission  # the same rules as `grade batch`: files, zips, notebooks
+        from grader.intake import read_submission  # the same rules as `grade batch`: files, zips, notebooks
 
-            target = read_submission(root / "submission")
-            target.name = "submission"
-            note = _intake_note(target)
-            from grader import runner  # lazily: it imports torch and builds fixtures
+        target = read_submission(root / "submission")
+        target.name = "submission"
+        note = _intake_note(target)
+        from grader import runner  # lazily: it imports torch and builds fixtures
 
-            graded = runner.grade(target, list(EXERCISES), **grade_kwargs(policy, runner.grade))
-            result = _hide_path(_with_hidden(graded), str(root / "submission"))
-            results = to_results(
-                result,
-                visibility=visibility,
-                hidden_visibility=policy.hidden_visibility,
-                execution_time=time.monotonic() - start,
-            )
-            results["output"] = note + "\n\n" + results["output"]
-            json.dumps(results, allow_nan=False)  # fail here, not half-way through the write
+        graded = runner.grade(target, list(EXERCISES), **grade_kwargs(policy, runner.grade))
+        result = _hide_path(_with_hidden(graded), str(root / "submission"))
+        results = to_results(
+            result,
+            visibility=visibility,
+            hidden_visibility=policy.hidden_visibility,
+            execution_time=time.monotonic() - start,
+        )
+        results["output"] = note + "\n\n" + results["output"]
+        json.dumps(results, allow_nan=False)  # fail here, not half-way through the write
     except BaseException as exc:  # a results.json must exist whatever went wrong
         if isinstance(exc, KeyboardInterrupt):
             raise

@@ -15,6 +15,7 @@ import pytest
 
 from grader import gradescope, policy, release
 from grader.policy import Policy
+from tests.conftest import REFERENCE
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "the autograder's course secret"
@@ -205,32 +206,6 @@ def test_to_results_empty():
 
 # ----------------------------------------------------------------------------------------------------------
 # finding the student's files
-
-
-def test_find_exercise_files_takes_the_shallowest(tmp_path):
-    sub = tmp_path / "submission"
-    for rel in ("deep/er/ex1.py", "folder/ex1.py", "folder/ex2.py", "__MACOSX/ex3.py", ".hidden/ex4.py"):
-        (sub / rel).parent.mkdir(parents=True, exist_ok=True)
-        (sub / rel).write_text("# " + rel)
-    found = gradescope.find_exercise_files(sub)
-    assert {k: v.relative_to(sub).as_posix() for k, v in found.items()} == {
-        "ex1": "folder/ex1.py",
-        "ex2": "folder/ex2.py",
-    }
-    assert gradescope.find_exercise_files(tmp_path / "missing") == {}
-
-
-def test_stage_submission_unpacks_a_zip(tmp_path):
-    sub = tmp_path / "submission"
-    sub.mkdir()
-    with zipfile.ZipFile(sub / "upload.zip", "w") as zf:
-        zf.writestr("hw/ex2.py", "X = 2\n")
-        zf.writestr("../evil.py", "no")
-    staging = tmp_path / "work" / "staged"
-    origins = gradescope.stage_submission(sub, staging)
-    assert origins == {"ex2": "hw/ex2.py"}
-    assert (staging / "ex2.py").read_text() == "X = 2\n"
-    assert not (tmp_path / "evil.py").exists() and not (tmp_path / "work" / "evil.py").exists()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -462,3 +437,21 @@ def test_run_autograder_without_python_still_writes_results(autograder, tmp_path
     validate(results)
     assert results["score"] == 0 and "failed to start" in results["output"]
     assert results["visibility"] == "after_due_date"
+
+
+def test_run_reads_an_uploaded_zip_with_the_batch_intake(tmp_path, monkeypatch):
+    seen = {}
+
+    def grade(submission, exercises, **kwargs):
+        seen.update({ex: src.label for ex, src in submission.sources.items()})
+        return _result([_item("ex2", "dlogits")])
+
+    _fake_runner(monkeypatch, grade)
+    (tmp_path / "submission").mkdir()
+    with zipfile.ZipFile(tmp_path / "submission" / "upload.zip", "w") as zf:
+        zf.writestr("hw/ex2.py", (REFERENCE / "ex2.py").read_text())
+        zf.writestr("../evil.py", "no")
+    out = gradescope.run(tmp_path)
+    assert list(seen) == ["ex2"] and "hw/ex2.py" in seen["ex2"]
+    assert "Graded: ex2 from" in out["output"]
+    assert not (tmp_path / "evil.py").exists()
