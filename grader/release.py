@@ -43,6 +43,11 @@ exercise 1 the true gradient `d<var>` of any variable that comes earlier in back
 
 A function that still raises `NotImplementedError` is reported as `not_attempted`, not as an error.
 
+Prefer the lecture's notebook layout? Open `backprop_ninja.ipynb` (in Jupyter, or upload it to Colab
+after `pip install` of this folder), fill in the empty cell of each exercise, and run the `check()` cell
+after it: it grades the cells you have run, in the same sandbox, and shows the table inline. You can also
+grade the saved notebook from a terminal with `grade all --submission backprop_ninja.ipynb`.
+
 Your code may import only `torch`, `torch.nn.functional` and `math`, and it must not use autograd
 (`.backward()`, `torch.autograd.grad`, ...): autograd is what you are checked against.
 
