@@ -7,14 +7,13 @@ notebook per student; a Canvas bulk download (loose `login[_late]_userid_submiss
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
 
 from grader.intake import messages as msg
 from grader.intake.files import Unreadable, read_regular
@@ -86,25 +85,31 @@ def _safe_id(text: str, fallback: str) -> str:
     return fallback if cleaned in ("", ".", "..") else cleaned
 
 
-class _RubyTolerantLoader(yaml.SafeLoader):
-    """A safe YAML loader that reads Ruby-tagged values (Gradescope writes some) as plain data."""
+@functools.cache
+def _ruby_tolerant_loader():
+    """Return a safe YAML loader that reads Ruby-tagged values (Gradescope writes some) as plain data."""
+    import yaml  # here: only a Gradescope export needs it, and importing it costs every `grade` 60 ms
 
+    class RubyTolerantLoader(yaml.SafeLoader):
+        pass
 
-def _plain(loader, suffix, node):
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node)
-    return loader.construct_scalar(node)
+    def plain(loader, suffix, node):
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node)
+        return loader.construct_scalar(node)
 
-
-_RubyTolerantLoader.add_multi_constructor("!", _plain)
+    RubyTolerantLoader.add_multi_constructor("!", plain)
+    return RubyTolerantLoader
 
 
 def gradescope_metadata(folder: Path) -> dict[str, dict[str, str]]:
     """Return {submission folder: identity} from submission_metadata.yml; raise ValueError if unreadable."""
+    import yaml
+
     try:
-        data = yaml.load(read_regular(folder / GRADESCOPE_METADATA, 16 << 20), Loader=_RubyTolerantLoader)
+        data = yaml.load(read_regular(folder / GRADESCOPE_METADATA, 16 << 20), Loader=_ruby_tolerant_loader())
     except (Unreadable, yaml.YAMLError) as exc:
         raise ValueError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
     if not isinstance(data, dict):
