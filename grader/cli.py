@@ -113,12 +113,14 @@ def _make_grade_command(which: str):
             raise click.UsageError("--curve draws the loss curve of the --full training run: add --full.")
         if submission is None:
             submission = _default_submission()
-        from grader.notebook.submission import cli_submission, notes_for
+        graded = Path(submission)
+        if not (graded.is_dir() and any((graded / f"{ex}.py").is_file() for ex in catalogue.EXERCISES)):
+            from grader.notebook.submission import cli_submission  # a notebook or an archive: read it first
 
-        try:
-            graded = cli_submission(Path(submission))
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--submission") from exc
+            try:
+                graded = cli_submission(graded)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="--submission") from exc
         from grader.policy import grade_kwargs
 
         policy = _policy(course, submission)
@@ -128,6 +130,8 @@ def _make_grade_command(which: str):
         result = grade(graded, exercises, only=only or None, data=data, limits=limits, **kwargs)
         _say_missing_walls(as_json)
         if not isinstance(graded, Path):  # a notebook or an archive: say which cells or files were graded
+            from grader.notebook.submission import notes_for
+
             result.extra.update(graded.to_dict())
             for line in [] if as_json else notes_for(graded.notes, exercises):
                 report.note(line)

@@ -35,10 +35,16 @@ class Corpus:
 
     def split(self, seed: int = 42) -> tuple[list[str], list[str], list[str]]:
         """Shuffle the words the lecture's way and cut them 80/10/10."""
-        words = list(self.words)
-        random.Random(seed).shuffle(words)
-        n1, n2 = int(0.8 * len(words)), int(0.9 * len(words))
-        return words[:n1], words[n1:n2], words[n2:]
+        return tuple(list(part) for part in _split(self, seed))
+
+
+@lru_cache(maxsize=8)
+def _split(corpus: Corpus, seed: int) -> tuple[tuple[str, ...], ...]:
+    """Return the 80/10/10 split, shuffled once per corpus and seed."""
+    words = list(corpus.words)
+    random.Random(seed).shuffle(words)
+    n1, n2 = int(0.8 * len(words)), int(0.9 * len(words))
+    return tuple(words[:n1]), tuple(words[n1:n2]), tuple(words[n2:])
 
 
 def _clean(raw_words, source: str) -> Corpus:
@@ -73,4 +79,4 @@ def load(path: str | None = None) -> Corpus:
             word = line.split()[0].lower() if line.strip() else ""
             if word and all(ch in STOI and ch != "." for ch in word):
                 seen.setdefault(word, None)
-    return _clean(sorted(seen), "names (PyPI package): US census first names")
+    return Corpus(tuple(sorted(seen)), "names (PyPI package): US census first names")  # checked word by word above
