@@ -1,27 +1,16 @@
-"""Intake: turn a submissions folder into students to grade and a list of what was skipped, and why.
+"""Intake: turn a submissions folder into students to grade and a list of what was skipped, and why."""
 
-Names are loaded on first use, so that reading one folder (`grade ex1`) does not import the whole package.
-"""
+from grader.intake.discover import Entry, Skipped, discover, read_entry, read_submission
+from grader.intake.files import decode_source
+from grader.intake.read import IntakeSubmission, with_intake
 
-import importlib
-
-_WHERE = {
-    "Entry": "discover",
-    "Skipped": "discover",
-    "discover": "discover",
-    "read_entry": "discover",
-    "read_submission": "discover",
-    "decode_source": "files",
-    "IntakeSubmission": "read",
-    "with_intake": "read",
-}
-
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'grader.intake' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"grader.intake.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__all__ = [
+    "Entry",
+    "IntakeSubmission",
+    "Skipped",
+    "decode_source",
+    "discover",
+    "read_entry",
+    "read_submission",
+    "with_intake",
+]
