@@ -269,19 +269,20 @@ def _error_results(message: str, *, visibility: str, execution_time: float | Non
 
 
 def _intake_note(submission) -> str:
-    """Say which exercise files (or notebook cells) were graded, and what intake noticed."""
+    """Say which exercise files (or notebook cells) were graded, in intake's own words."""
     graded = submission.to_dict().get("graded_files", {})
     if not graded:
         return (
             "No exercise files were found in your submission: upload ex1.py, ex2.py, ex3.py and/or ex4.py "
             "(loose, in a folder, or in a zip), or your notebook."
         )
-    note = "Graded: " + ", ".join(f"{ex} from {label}" for ex, label in graded.items()) + "."
+    notes = list(dict.fromkeys(n for n in submission.notes if n))
+    if not notes:
+        notes = ["Graded: " + ", ".join(f"{ex} from {label}" for ex, label in graded.items()) + "."]
     missing = [ex for ex in EXERCISES if ex not in graded]
     if missing:
-        note += " Not found: " + ", ".join(missing) + "."
-    extra = [n for n in submission.notes if n]
-    return note + ("\n" + "\n".join(extra) if extra else "")
+        notes.append("Not found: " + ", ".join(missing) + ".")
+    return "\n".join(notes)
 
 
 def _hide_path(result: dict, staging: str) -> dict:

@@ -245,7 +245,7 @@ def test_run_grades_the_staged_files(tmp_path, monkeypatch):
     assert written == out
     validate(written)
     assert written["visibility"] == "after_published"
-    assert "ex2 from nested/ex2.py" in written["output"]
+    assert "ex2: graded nested/ex2.py" in written["output"]
     assert "checked nested/ex2.py" in written["tests"][0]["output"]
     assert str(tmp_path) not in json.dumps(written)  # no private paths
 
@@ -453,5 +453,5 @@ def test_run_reads_an_uploaded_zip_with_the_batch_intake(tmp_path, monkeypatch):
         zf.writestr("../evil.py", "no")
     out = gradescope.run(tmp_path)
     assert list(seen) == ["ex2"] and "hw/ex2.py" in seen["ex2"]
-    assert "Graded: ex2 from" in out["output"]
+    assert "ex2: graded upload.zip/hw/ex2.py" in out["output"]
     assert not (tmp_path / "evil.py").exists()
