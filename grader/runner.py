@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from grader import catalogue, fixture, traps, wire
+from grader import catalogue, fixture, sandbox, traps, wire
 from grader import compare as cmp
 from grader.policy import Policy
 from grader.results import ItemResult, SubmissionResult
@@ -23,6 +23,7 @@ _LOAD_REPLY = {
     "ok": bool,
     "functions": wire.Map({"params": [{"name": str, "default": bool}], "error": wire.Opt(str)}),
     "error": wire.ERROR,
+    "walls": wire.Map(bool),
 }
 _CALL_REPLY = {"ok": bool, "value": wire.VALUE, "after": wire.Map(str), "autograd": [str], "error": wire.ERROR}
 
@@ -120,6 +121,7 @@ class Session:
             self.close()
             return None, Outcome(error=_error(reply.header, src), output=reply.output)
         self.functions[exercise] = reply.header.get("functions") or {}
+        sandbox.saw_walls(reply.header.get("walls"))  # what this machine gave a real child: no probe needed
         return self.functions[exercise], None
 
     def call(self, exercise: str, function: str, args: dict, reload: bool = False) -> Outcome:

@@ -17,6 +17,7 @@ from grader.sandbox.worker import (
     describe_status,
     protections,
     reap,
+    saw_walls,
     set_slot,
 )
 
@@ -30,5 +31,6 @@ __all__ = [
     "describe_status",
     "protections",
     "reap",
+    "saw_walls",
     "set_slot",
 ]

@@ -298,7 +298,8 @@ class ChildServer:
         for name, obj in list(namespace.items()):
             if callable(obj) and not name.startswith("_") and len(functions) < wire.MAX_ITEMS:
                 functions[name[:200]] = _signature(obj)
-        return {"ok": True, "functions": functions}, b""
+        walls = {k: v for k, v in vars(self.protections).items() if isinstance(v, bool)} if self.protections else {}
+        return {"ok": True, "functions": functions, "walls": walls}, b""
 
     def call(self, request) -> tuple[dict, bytes]:
         """Call one student function with the inputs the parent sent; report its result and the inputs after."""

@@ -75,6 +75,16 @@ _PROBED: dict[str, jail.Protections] = {}
 _FIELDS = ("pid_ns", "ipc_ns", "ipc_limits", "net_ns", "user_ns", "chroot", "own_uid", "rlimits")
 
 
+def saw_walls(walls: dict | None):
+    """Remember the walls a real child of this process reported, so that protections() needs no probe.
+
+    A child could lie here, but only about its own walls, and only in a line it prints for its own student.
+    """
+    kind = backend()
+    if walls and kind not in _PROBED and kind == "fork":
+        _PROBED[kind] = jail.Protections(**{k: bool(walls.get(k)) for k in _FIELDS}, backend="fork")
+
+
 def protections() -> jail.Protections:
     """Return which walls this machine gives a sandbox, found once per process by a throwaway child."""
     kind = backend()
