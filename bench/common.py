@@ -6,6 +6,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -251,7 +252,9 @@ def build_class(subs: Path, n: int, correct_share: float = 0.5, hostile: bool = 
     beside subs makes every run draw the same hidden geometry, so runs are byte-comparable.
     """
     student_files = _independent().student_files
-    subs.mkdir(parents=True, exist_ok=True)
+    if subs.exists():  # a kept class from an earlier run: start afresh, so no stale student remains
+        shutil.rmtree(subs)
+    subs.mkdir(parents=True)
     (subs.parent / "course.toml").write_text(f'secret = "{SECRET}"\n')
     corpus = traps()
     n_correct = round(n * correct_share)

@@ -347,7 +347,9 @@ def run():
     """Run `grade` and leave without tearing torch down: flush, run exit handlers, then exit at once."""
     import atexit
     import os
+    import signal
 
+    signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))  # unwind: sandboxes stopped, jail removed
     try:
         main.main(prog_name="grade")
         code = 0

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from grader import pool
 from grader.runner import grade
 from grader.sandbox import MALFORMED, Limits, jail
 from grader.sandbox.internals import scan
-from tests.conftest import CORPUS, REFERENCE, with_snippet
+from tests.conftest import CORPUS, REFERENCE, make_submission, with_snippet
 
 LIMITS = Limits(timeout=2.0, memory_mb=512)
 FIRST, MIDDLE, LAST = "dlogprobs", "dh", "dC"
@@ -88,6 +90,38 @@ def test_a_killed_grader_leaves_no_sandbox_running(tmp_path):
     while _pids_with_uid(uid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _pids_with_uid(uid), "a sandbox outlived the grader that started it"
+
+
+@pytest.mark.skipif(not (sys.platform == "linux" and jail.is_root()), reason="the uid switch needs root")
+def test_a_terminated_grader_stops_its_sandbox_and_removes_its_jail(tmp_path):
+    sub = with_snippet(tmp_path / "sub", "ex1", f"def {FIRST}(logprobs):\n{BODIES['loop']}")
+    cmd = [sys.executable, "-m", "grader", "ex1", "--submission", str(sub), "--timeout", "60", "--only", FIRST]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    uid = jail.sandbox_uid(1000 + proc.pid % 1_000_000)
+    deadline = time.monotonic() + 30
+    while not _pids_with_uid(uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.terminate()
+    assert proc.wait(timeout=20) == 128 + signal.SIGTERM
+    assert not list(Path(tempfile.gettempdir()).glob(f"{jail.JAIL_PREFIX}{proc.pid}-*")), "the jail was left behind"
+    deadline = time.monotonic() + 5
+    while _pids_with_uid(uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _pids_with_uid(uid)
+
+
+def test_code_nested_too_deeply_to_parse_costs_only_its_own_items(tmp_path):
+    from grader.batch import grade_batch
+
+    subs = tmp_path / "subs"
+    make_submission(subs / "calm")
+    make_submission(subs / "deep", {"ex2.py": "def dlogits(logits):\n    return " + "-" * 20000 + "1\n"})
+    make_submission(subs / ("x" * 250))  # a student id longer than a file name may be
+    summary = grade_batch(subs, tmp_path / "out", jobs=1, limits=LIMITS, progress=False)
+    assert summary["students"] == 3 and (tmp_path / "out" / "report.html").exists()
+    deep = json.loads((tmp_path / "out" / "students" / "deep.json").read_text())
+    assert [i["status"] for i in deep["items"] if i["exercise"] == "ex2"] == ["error"]
+    assert deep["score"] == 40
 
 
 def test_a_grading_process_that_dies_is_retried_once_then_recorded():

@@ -22,6 +22,7 @@ from grader.intake.read import IntakeSubmission, choose
 
 FORMAT_VERSION = 2  # bump to invalidate --resume after an intake or grading change
 GRADESCOPE_METADATA = "submission_metadata.yml"
+MAX_ID_BYTES = 120
 _KINDS = ("folder", "archive", "notebook", "canvas")  # which one wins when a student has several
 _RULE = "a folder is preferred to an archive, an archive to a notebook, a notebook to Canvas files"
 
@@ -82,6 +83,9 @@ class _Found:
 def _safe_id(text: str, fallback: str) -> str:
     """Return a student id usable as a file name."""
     cleaned = "".join("_" if c in "/\\\0" or ord(c) < 32 else c for c in str(text)).strip()
+    if len(cleaned.encode()) > MAX_ID_BYTES:  # students/<id>.json must stay a legal file name (255 bytes)
+        tag = hashlib.sha256(cleaned.encode()).hexdigest()[:10]
+        cleaned = cleaned.encode()[: MAX_ID_BYTES - 11].decode(errors="ignore") + "-" + tag
     return fallback if cleaned in ("", ".", "..") else cleaned
 
 

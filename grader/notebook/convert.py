@@ -143,7 +143,10 @@ def notebook_sources(path: Path) -> tuple[dict[str, Source], list[str]]:
         cells = read_notebook(path)
     except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds of errors on a broken file
         return {}, [msg.UNREADABLE.format(error=f"{type(exc).__name__}: {exc}"[:300])]
-    return sources_from_cells(cells, path.name, str(path.resolve()))
+    try:
+        return sources_from_cells(cells, path.name, str(path.resolve()))
+    except (RecursionError, MemoryError) as exc:  # code nested too deeply for the converter's own walks
+        return {}, [msg.UNREADABLE.format(error=f"{type(exc).__name__}: the code is nested too deeply")]
 
 
 def history_sources(inputs: list[str], numbers: list[int] | None = None) -> tuple[dict[str, Source], list[str]]:

@@ -156,6 +156,9 @@ def load(p: Parsed) -> Parsed:
     except (SyntaxError, ValueError) as exc:
         p.error, p.error_line = getattr(exc, "msg", str(exc)), getattr(exc, "lineno", 0) or 0
         return p
+    except (RecursionError, MemoryError):  # nested too deep for the parser
+        p.error, p.error_line = "nested too deeply to be read (simplify this expression)", 0
+        return p
     code_lines = p.cell.code.splitlines()
     p.units = [make_unit(node, p.cell, code_lines, p.index * 10000 + k) for k, node in enumerate(flatten(p.tree.body))]
     return p

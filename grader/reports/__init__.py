@@ -65,7 +65,10 @@ def write_outputs(
         from grader.reports.similarity import compare_class
 
         sources = {e.student: {ex: s.text for ex, s in read_entry(e).sources.items()} for e in entries}
-        summary["similarity"] = compare_class(sources).to_dict()
+        try:
+            summary["similarity"] = compare_class(sources).to_dict()
+        except Exception as exc:  # noqa: BLE001 - a comparison must never cost the class its gradebook
+            summary["similarity"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     _write_json(out / "summary.json", summary)
     (out / "report.html").write_text(html_report(summary, students))
     return summary

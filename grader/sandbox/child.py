@@ -73,7 +73,8 @@ class BlockedImport(ImportError):
 
 
 _AUTOGRAD_CALLS: list[str] = []
-_IN_STUDENT = [False]  # True while student code runs; torch's own context managers may restore grad mode
+_IN_STUDENT = [False]  # True once the child is armed: from then on only student code and its results run there
+_REAL_SET_GRAD = [torch._C._set_grad_enabled]
 
 
 def _tripwire(name: str):
@@ -113,6 +114,13 @@ def warm_up():
     x.index_add_(0, torch.tensor([0, 0]), torch.ones(2, 3))
     torch.nn.functional.one_hot(torch.tensor([1, 2]), 3).float() @ x.T
     torch.nn.functional.cross_entropy(x, torch.tensor([0, 1, 2, 0]))
+
+
+def arm():
+    """Switch grad mode off for good and arm every tripwire: from here on, nothing in this child needs autograd."""
+    _REAL_SET_GRAD[0](False)
+    install_autograd_tripwires()
+    _IN_STUDENT[0] = True
 
 
 def install_autograd_tripwires():
@@ -155,9 +163,10 @@ def install_autograd_tripwires():
     for name in ("_set_fwd_grad_enabled", "_enter_dual_level", "_exit_dual_level", "_ImperativeEngine"):
         if hasattr(torch._C, name):
             setattr(torch._C, name, _tripwire(f"torch._C.{name}"))
-    from torch.autograd.variable import Variable
+    from torch.autograd import variable
 
-    Variable._execution_engine = _Tripped("the autograd engine")
+    variable.Variable._execution_engine = _Tripped("the autograd engine")
+    variable.ImperativeEngine = _Tripped("torch.autograd.variable.ImperativeEngine")
     torch._C._EngineBase = _Tripped("torch._C._EngineBase")
     enable = _tripwire("torch.enable_grad()")
     torch.enable_grad.__init__ = lambda self, *a, **k: enable()
@@ -192,8 +201,13 @@ def _student_builtins() -> dict:
 
 
 def scrub_secrets():
-    """Drop, in this child's copy of memory only, every true gradient the parent holds (all live in the arena)."""
-    arena.ARENA.drop()  # one madvise per mapping: the pages read as zeros, and nothing is copied
+    """Drop, in this child's copy of memory only, every true gradient and the course secret the parent holds."""
+    arena.ARENA.drop()  # the true gradients: one madvise per mapping, the pages read as zeros, nothing is copied
+    from grader import catalogue, fixture
+
+    catalogue._SECRET[0] = None  # the secret and the run's key draw the hidden geometry: the child needs neither
+    fixture._RUN_KEY = b""
+    fixture.hidden_geometry.cache_clear()
 
 
 def _safe_str(exc: BaseException) -> str:
@@ -285,12 +299,8 @@ class ChildServer:
         namespace = {"__name__": "submission", "__file__": self.path, "__builtins__": _student_builtins()}
         try:
             code = compile(self.text, self.path, "exec")
-            with torch.no_grad():
-                _IN_STUDENT[0] = True
-                try:
-                    exec(code, namespace)
-                finally:
-                    _IN_STUDENT[0] = False
+            exec(code, namespace)
+            _grad_mode_check()
         except BaseException as exc:  # noqa: B036 - a student's module may raise anything, SystemExit included
             return {"ok": False, "error": describe_exception(exc, self.path)}, b""
         self.namespace = namespace
@@ -313,18 +323,18 @@ class ChildServer:
         del _AUTOGRAD_CALLS[:]
         header: dict = {"ok": True}
         try:
-            with torch.no_grad():
-                _IN_STUDENT[0] = True
-                try:
-                    value = fn(**args)
-                finally:
-                    _IN_STUDENT[0] = False
-                if _is_grad_enabled():
-                    _AUTOGRAD_CALLS.append("torch.set_grad_enabled(True)")
-            header["value"] = enc.value(value)
+            value = fn(**args)
+            _grad_mode_check()
+            with torch._C.DisableTorchFunction():  # a tensor subclass's __torch_function__ never runs from here on
+                header["value"] = enc.value(_as_plain(value))
         except BaseException as exc:  # noqa: B036 - SystemExit and friends are student failures too
             header = {"ok": False, "error": describe_exception(exc, self.path)}
-        header["after"] = {k: wire.digest(v) for k, v in args.items() if isinstance(v, torch.Tensor)}
+        try:
+            with torch._C.DisableTorchFunction():
+                header["after"] = {k: wire.digest(_as_plain(v)) for k, v in args.items() if isinstance(v, torch.Tensor)}
+        except BaseException as exc:  # noqa: B036 - an input the student turned into something else
+            header = {"ok": False, "error": describe_exception(exc, self.path), "after": {}}
+        _grad_mode_check()
         header["autograd"] = sorted(set(_AUTOGRAD_CALLS))[:16]
         return header, enc.blob()
 
@@ -337,11 +347,10 @@ class ChildServer:
 
         @functools.wraps(fn)
         def student_backward(**kwargs):
-            _IN_STUDENT[0] = True
-            try:
-                return fn(**kwargs)
-            finally:
-                _IN_STUDENT[0] = False
+            grads = fn(**kwargs)
+            _grad_mode_check()
+            with torch._C.DisableTorchFunction():
+                return {k: _as_plain(v) for k, v in grads.items()} if isinstance(grads, dict) else grads
 
         every = max(1, request["steps"] // 100)
 
@@ -369,6 +378,22 @@ class ChildServer:
 
 def _plain(value):
     return value.tensor if isinstance(value, wire.Returned) else value
+
+
+def _as_plain(value):
+    """Return a returned tensor as a plain torch.Tensor (a subclass could run code on every op), dicts too."""
+    if isinstance(value, dict):
+        return {k: _as_plain(v) for k, v in list(value.items())[: wire.MAX_ITEMS]}
+    if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
+        return torch.Tensor._make_subclass(torch.Tensor, value.detach(), False)
+    return value
+
+
+def _grad_mode_check():
+    """Record and undo grad mode switched on by student code, whichever way it got there."""
+    if _is_grad_enabled():
+        _AUTOGRAD_CALLS.append("torch.set_grad_enabled(True)")
+        _REAL_SET_GRAD[0](False)
 
 
 def _signature(fn) -> dict:
@@ -407,5 +432,5 @@ def child_main(req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bo
     torch.set_num_threads(1)
     warm_up()
     protections = jail.enter(jail_path or jail.jail().path, uid, limits, pid_ns)
-    install_autograd_tripwires()
+    arm()
     ChildServer(req_r, rep_w, protections).serve()

@@ -41,7 +41,10 @@ class Flag:
 
 def _trigger() -> re.Pattern:
     words = sorted(REFLECTIVE_CALLS | RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES)
-    return re.compile(r"\.[\s\\]*_|\b(?:" + "|".join(map(re.escape, words)) + r")\b|import\s+_|from\s+_")
+    # an attribute after a dot, a name, an import, a match pattern (`case object(__globals__=g)`), a "_string"
+    return re.compile(
+        r"\.[\s\\]*_|\b(?:" + "|".join(map(re.escape, words)) + r")\b|import\s+_|from\s+_|\bcase\b|['\"]_"
+    )
 
 
 TRIGGER = _trigger()  # every flag below needs one of these in the text; most honest files have none
@@ -79,6 +82,16 @@ def _what(node: ast.AST) -> str | None:
             return f"reflection {node.id}()"
         if node.id in RISKY_NAMES:
             return f"interpreter internals {node.id}"
+    elif isinstance(node, ast.MatchClass):  # `case object(__globals__=g)` reads an attribute too
+        risky = [a for a in node.kwd_attrs if a.startswith("_") or a in RISKY_ATTRIBUTES]
+        if risky:
+            return f"attribute read by a match pattern: {risky[0]}"
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):  # g["__builtins__"], getattr by name
+        word = node.value
+        if word == "__main__":  # `if __name__ == "__main__":` is harmless
+            return None
+        if word.startswith("_") or word in RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | REFLECTIVE_CALLS:
+            return f"a string naming internals: {word[:40]!r}"
     elif isinstance(node, (ast.Import, ast.ImportFrom)):
         names = [a.name for a in node.names]
         if isinstance(node, ast.ImportFrom) and node.module:

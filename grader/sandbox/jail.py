@@ -27,6 +27,7 @@ from dataclasses import dataclass
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SANDBOX_UID_BASE = 2_100_000_000  # uid of slot k is SANDBOX_UID_BASE + k: far above any real account
 IPC_LIMITS = ("shmmax", "shmall", "shmmni", "msgmni")
 JAIL_PREFIX = "grader-jail-"
@@ -46,6 +47,7 @@ class Protections:
     chroot: bool = False
     own_uid: bool = False
     rlimits: bool = False
+    seccomp: bool = False
     backend: str = "fork"
 
     def missing(self) -> list[str]:
@@ -58,6 +60,7 @@ class Protections:
             "chroot": "empty file system (files the grading user can read)",
             "own_uid": "own uid per sandbox",
             "rlimits": "memory, CPU and output limits",
+            "seccomp": "system-call filter (kernel keyrings, memfd, ptrace)",
         }
         return [text for key, text in names.items() if not getattr(self, key)]
 
@@ -242,13 +245,103 @@ def enter(jail_path: str, uid: int, limits, pid_ns: bool) -> Protections:
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
     except (ValueError, OSError):
         pass
+    try:  # a handful of descriptors is all a child needs: no thousands of pipes or sockets
+        resource.setrlimit(resource.RLIMIT_NOFILE, (MAX_FILES, MAX_FILES))
+    except (ValueError, OSError):
+        rlimits = False
+    filtered = False
     if _LIBC is not None:  # after the uid switch, which clears the parent-death signal
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         _LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         _LIBC.prctl(PR_SET_DUMPABLE, 0)
         _LIBC.clearenv()
+        filtered = install_seccomp()
     os.environ.clear()
-    return Protections(pid_ns, ipc, ipc_limits, net, user_ns, chroot, own_uid, rlimits, "fork")
+    return Protections(pid_ns, ipc, ipc_limits, net, user_ns, chroot, own_uid, rlimits, filtered, "fork")
+
+
+# System calls a sandbox never needs and that reach past its other walls: kernel keyrings (per uid, in no
+# namespace: answers would outlive the sandbox), memfd (memory no rlimit counts), another process's memory,
+# io_uring (which bypasses this filter), and namespace or mount changes.
+BLOCKED_SYSCALLS = {
+    "x86_64": (
+        248,
+        249,
+        250,
+        319,
+        447,
+        101,
+        310,
+        311,
+        312,
+        438,
+        298,
+        321,
+        323,
+        425,
+        426,
+        427,
+        165,
+        166,
+        155,
+        272,
+        308,
+        304,
+    ),
+    "aarch64": (
+        217,
+        218,
+        219,
+        279,
+        447,
+        117,
+        270,
+        271,
+        272,
+        438,
+        241,
+        280,
+        282,
+        425,
+        426,
+        427,
+        40,
+        39,
+        41,
+        97,
+        268,
+        265,
+    ),
+}
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+MAX_FILES = 64
+
+
+def install_seccomp() -> bool:
+    """Install a seccomp filter that fails BLOCKED_SYSCALLS with EPERM (and every foreign-ABI call); True if it took."""
+    machine = os.uname().machine
+    if machine not in BLOCKED_SYSCALLS or _LIBC is None:
+        return False
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    blocked = BLOCKED_SYSCALLS[machine]
+    # load arch; foreign ABI: deny; load nr; x32 numbers: deny; each blocked nr: deny; else allow.
+    # A jump's offset counts from the next instruction; "deny" is the last instruction.
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, AUDIT_ARCH[machine]), (ret, 0, 0, deny), (ld, 0, 0, 0)]
+    prog.append((jge, len(blocked) + 1, 0, 0x40000000))
+    for k, nr in enumerate(blocked):
+        prog.append((jeq, len(blocked) - k, 0, nr))
+    prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+    filters = (SockFilter * len(prog))(*[SockFilter(*ins) for ins in prog])
+    fprog = SockFprog(len(prog), filters)
+    return _LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
 
 
 def set_limits(limits) -> bool:

@@ -25,7 +25,7 @@ def main(argv: list[str]) -> None:
     for key in [k for k in os.environ if k not in ("PATH", "SYSTEMROOT")]:
         del os.environ[key]
     child.warm_up()
-    child.install_autograd_tripwires()
+    child.arm()
     protections = jail.Protections(rlimits=rlimits, backend="spawn")
     child.ChildServer(sys.stdin.fileno(), reply_fd, protections).serve()
 

@@ -72,7 +72,7 @@ def backend() -> str:
 
 
 _PROBED: dict[str, jail.Protections] = {}
-_FIELDS = ("pid_ns", "ipc_ns", "ipc_limits", "net_ns", "user_ns", "chroot", "own_uid", "rlimits")
+_FIELDS = ("pid_ns", "ipc_ns", "ipc_limits", "net_ns", "chroot", "own_uid", "rlimits", "seccomp")  # 8 exit-code bits
 
 
 def saw_walls(walls: dict | None):
@@ -82,7 +82,7 @@ def saw_walls(walls: dict | None):
     """
     kind = backend()
     if walls and kind not in _PROBED and kind == "fork":
-        _PROBED[kind] = jail.Protections(**{k: bool(walls.get(k)) for k in _FIELDS}, backend="fork")
+        _PROBED[kind] = jail.Protections(**{k: bool(walls.get(k)) for k in (*_FIELDS, "user_ns")}, backend="fork")
 
 
 def protections() -> jail.Protections:
@@ -109,7 +109,8 @@ def _probe() -> jail.Protections:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
     bits = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0
-    return jail.Protections(**{name: bool(bits >> k & 1) for k, name in enumerate(_FIELDS)}, backend="fork")
+    walls = {name: bool(bits >> k & 1) for k, name in enumerate(_FIELDS)}
+    return jail.Protections(**walls, user_ns=walls["pid_ns"] and not jail.is_root(), backend="fork")
 
 
 class Worker:
