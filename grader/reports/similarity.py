@@ -160,25 +160,34 @@ def compare_class(sources: dict[str, dict[str, str]]) -> Similarity:
         for ex, text in sorted(sources[s].items()):
             chunks[s].update(functions(ex, text))
     stub = _stub_hashes()
-    prints: dict[str, dict[str, CodeFingerprint]] = {s: {} for s in students}
+    by_text: dict[tuple[str, str], CodeFingerprint] = {}  # many students write the same text: fingerprint it once
     frequency: dict[str, dict[int, int]] = {}
     for s in students:
         for name, code in chunks[s].items():
-            fp = _fingerprint(code)
-            _drop(fp, stub.get(name, set()))
-            prints[s][name] = fp
+            fp = by_text.get((name, code))
+            if fp is None:
+                fp = by_text[(name, code)] = _fingerprint(code)
+                _drop(fp, stub.get(name, set()))
             counts = frequency.setdefault(name, {})
             for h in fp.hashes:
                 counts[h] = counts.get(h, 0) + 1
     common_at = max(COMMON_MIN, math.ceil(COMMON_SHARE * len(students)))
-    for s in students:
-        for name, fp in prints[s].items():
-            _drop(fp, {h for h, c in frequency[name].items() if c >= common_at})
+    for (name, _), fp in by_text.items():
+        _drop(fp, {h for h, c in frequency[name].items() if c >= common_at})
+    prints = {s: {name: by_text[(name, code)] for name, code in chunks[s].items()} for s in students}
+    memo: dict = {}  # and compare each pair of distinct texts once
+
+    def compare(x, y):
+        key = (id(x), id(y))
+        if key not in memo:
+            memo[key] = compare_files(x, y)
+        return memo[key]
+
     pairs, compared, top = [], 0, 0.0
     for i, a in enumerate(students):
         for b in students[i + 1 :]:
             compared += 1
-            pair = _compare(a, b, prints[a], prints[b], chunks)
+            pair = _compare(a, b, prints[a], prints[b], chunks, compare)
             top = max(top, pair.score)
             if pair.score >= THRESHOLD and pair.overlap >= MIN_OVERLAP:
                 pairs.append(pair)
@@ -194,7 +203,7 @@ def compare_class(sources: dict[str, dict[str, str]]) -> Similarity:
     return Similarity(pairs, compared, round(top, 4), settings)
 
 
-def _compare(a: str, b: str, fa: dict, fb: dict, chunks: dict) -> Pair:
+def _compare(a: str, b: str, fa: dict, fb: dict, chunks: dict, compare=compare_files) -> Pair:
     overlap, coverage, shown = 0, 0, []
     for name in sorted(set(fa) & set(fb)):
         x, y = fa[name], fb[name]
@@ -203,7 +212,7 @@ def _compare(a: str, b: str, fa: dict, fb: dict, chunks: dict) -> Pair:
         coverage += int(min(x.token_coverage, y.token_coverage))
         if not x.hashes & y.hashes:
             continue
-        tokens, (sim_a, sim_b), _ = compare_files(x, y)
+        tokens, (sim_a, sim_b), _ = compare(x, y)
         tokens = int(min(int(tokens), x.token_coverage, y.token_coverage))
         overlap += tokens
         sim = round(float(min(1.0, max(sim_a, sim_b))), 4)
