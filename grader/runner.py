@@ -16,6 +16,14 @@ from grader.sources import Source, Submission
 from grader.wire import Opaque, Returned, WireError
 
 MAX_SOURCE_BYTES = 1 << 20
+WROTE_TO_PIPE = (
+    "Only what a function returns reaches the grader: return the gradient tensor, and do not write to file "
+    "descriptors or reach into the grader's modules."
+)
+PROCESS_ENDED = (
+    "Look for code that ends or crashes the process (sys.exit, os._exit, ctypes, a signal); the other items "
+    "were graded as usual."
+)
 MAX_TIMEOUTS = 3  # after this many hung calls, a submission's remaining calls are not run
 MAX_STARTS = 64  # sandboxes one submission may start: one per exercise, and one more after each crash
 
@@ -276,7 +284,8 @@ def _grade_exercise(session: Session, ex: str, calls, submission: Submission, da
         labels = [s.label for s in submission.sources.values()]
         notebook = next((label.split(" cell")[0] for label in labels if ".ipynb" in label), None)
         missing = (
-            f"No {ex} code was found in {notebook}: no cell assigns its gradients."
+            f"No {ex} code was found in {notebook}: no cell assigns its gradients. Assign them in a cell "
+            f"(marked '# Exercise {ex[2:]}' if it sits elsewhere), run it, and grade again."
             if notebook
             else f"No {ex}.py was found in the submission."
         )
@@ -421,8 +430,10 @@ def _failure_message(out: Outcome, doing: str) -> tuple[str, str]:
             f"Timed out while {doing}: {out.reason}. Look for an infinite loop (or a Python loop over every "
             f"element); the other items were graded as usual."
         )
+    if out.failure == "protocol":
+        return "error", f"The sandbox stopped while {doing}: {out.reason}. {WROTE_TO_PIPE}"
     if out.failure:
-        return "error", f"The sandbox stopped while {doing}: {out.reason}."
+        return "error", f"The sandbox stopped while {doing}: {out.reason}. {PROCESS_ENDED}"
     err = out.error or {}
     if err.get("type") == "NotImplementedError" and not loading:
         return "not_attempted", "Not attempted yet: the function still raises NotImplementedError."

@@ -324,8 +324,3 @@ _TENSOR_FIELDS = {
     "requires_grad": bool,
     "grad_fn": bool,
 }
-
-
-def decode_value(desc, blob: bytes):
-    """Rebuild one described value on its own (see Decoder)."""
-    return Decoder(blob).value(desc)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SANDBOX_UID_BASE = 2_100_000_000  # uid of slot k is SANDBOX_UID_BASE + k: far above any real account
 IPC_LIMITS = ("shmmax", "shmall", "shmmni", "msgmni")
@@ -371,9 +371,3 @@ def set_limits(limits) -> bool:
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-long print raises instead of killing
     return ok
-
-
-def become_subreaper():
-    """Adopt orphaned descendants, so a sandbox whose helper exits stays this process's to reap."""
-    if _LIBC is not None:
-        _LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1)
