@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (  # noqa: E402
+from common import (
     PYTHON,
     ROOT,
     Case,
@@ -46,6 +46,7 @@ from common import (  # noqa: E402
     build_class,
     check_outdir,
     clean_env,
+    compile_bytecode,
     describe,
     grade_cmd,
     paired,
@@ -243,6 +244,7 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="build the class here and keep it")
     args = ap.parse_args()
     print(f"bench_batch: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; python {PYTHON}")
+    print(compile_bytecode(ROOT, *args.before))
     tmp = Path(tempfile.mkdtemp(prefix="bench-batch-") if args.keep is None else args.keep)
     try:
         _main(args, tmp)

@@ -25,14 +25,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (  # noqa: E402
+from common import (
     EXERCISES,
     PYTHON,
     REFERENCE,
+    ROOT,
     Case,
     CheckFailed,
     Run,
     clean_env,
+    compile_bytecode,
     describe,
     grade_cmd,
     paired,
@@ -108,6 +110,7 @@ def main() -> None:
     args = ap.parse_args()
     grade = grade_cmd()
     print(f"bench_grade: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; python {PYTHON}")
+    print(compile_bytecode(ROOT, *args.before))
     print(f"grade: {' '.join(grade)}; wall time of whole processes, spawn to reap; every run's output checked")
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         wrong = next(t for t in traps() if t.exercise == "ex1" and t.path.stem == WRONG_SHAPE)

@@ -22,7 +22,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PYTHON, REFERENCE, Case, CheckFailed, Run, describe, grade_cmd, paired, ratio_line  # noqa: E402
+from common import (  # noqa: E402
+    PYTHON,
+    REFERENCE,
+    ROOT,
+    Case,
+    CheckFailed,
+    Run,
+    compile_bytecode,
+    describe,
+    grade_cmd,
+    paired,
+    ratio_line,
+)
 
 PLAIN = Path(__file__).resolve().parent / "plain_loop.py"
 
@@ -66,6 +78,7 @@ def main() -> None:
     )
     plain = Case("plain loss.backward() loop", [PYTHON, str(PLAIN), "--steps", str(args.steps), *data], check_plain)
     print(f"bench_training: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; {args.steps} steps")
+    print(compile_bytecode(ROOT))
     paired([grade, plain], args.rounds, warmup=0)
     (gt, gv), (pt, pv) = losses["grade"][0], losses["plain"][0]
     worst = max(abs(a - b) for (a, b) in zip(*(sum(losses[k], ()) for k in ("grade", "plain")), strict=True))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -15,6 +16,7 @@ ITOS = dict(enumerate(VOCAB))
 
 # The `names` package on PyPI ships the 1990 US census first-name lists.
 _DEFAULT_FILES = ("dist.female.first", "dist.male.first")
+_FIRST_FIELD = re.compile(r"^[^\S\n]*([A-Za-z]+)(?=[^\S\n]|$)", re.M)  # a census line's name, if it is letters only
 
 
 class CorpusError(ValueError):
@@ -72,11 +74,6 @@ def load(path: str | None = None) -> Corpus:
         except OSError as exc:
             raise CorpusError(f"--data {path}: cannot read it ({exc.strerror})") from None
         return _clean(text.splitlines(), str(p))
-    seen: dict[str, None] = {}
     pkg = resources.files("names")
-    for name in _DEFAULT_FILES:
-        for line in pkg.joinpath(name).read_text().splitlines():
-            word = line.split()[0].lower() if line.strip() else ""
-            if word and all(ch in STOI and ch != "." for ch in word):
-                seen.setdefault(word, None)
-    return Corpus(tuple(sorted(seen)), "names (PyPI package): US census first names")  # checked word by word above
+    seen = {w.lower() for name in _DEFAULT_FILES for w in _FIRST_FIELD.findall(pkg.joinpath(name).read_text())}
+    return Corpus(tuple(sorted(seen)), "names (PyPI package): US census first names")  # letters only, by the regex

@@ -12,6 +12,7 @@ from grader import compare as cmp
 from grader.policy import Policy
 from grader.results import ItemResult, SubmissionResult
 from grader.sandbox import MALFORMED, Limits, Worker, internals, jail, reap
+from grader.sandbox.worker import Reply
 from grader.sources import Source, Submission
 from grader.wire import Opaque, Returned, WireError
 
@@ -87,6 +88,7 @@ class Session:
         self.functions: dict[str, dict] = {}
         self.starts = 0
         self.timeouts = 0
+        self.sent: Reply | str | None = None  # the load request prestart() sent, or why sending it failed
 
     def close(self):
         if self.worker is not None:
@@ -108,16 +110,29 @@ class Session:
             return Outcome(failure="crash", reason="the sandbox crashed too many times; grading stopped")
         return None
 
+    def prestart(self, exercise: str):
+        """Start an exercise's child and send it the file now, so that it loads while this process works."""
+        if exercise in self.sources and self.gave_up() is None:
+            self.close()
+            self.starts += 1
+            self.worker, self.exercise = Worker(self.limits), exercise
+            src = self.sources[exercise]
+            self.sent = self.worker.send({"op": "load", "path": src.path, "text": src.text}) or "sent"
+
     def load(self, exercise: str) -> tuple[dict | None, Outcome | None]:
         """Start a fresh child for an exercise and execute its file; return its functions or why that failed."""
-        self.close()
-        stop = self.gave_up()
-        if stop is not None:
-            return None, stop
-        self.starts += 1
-        self.worker, self.exercise = Worker(self.limits), exercise
         src = self.sources[exercise]
-        reply = self.worker.ask({"op": "load", "path": src.path, "text": src.text})
+        sent, self.sent = self.sent, None
+        if sent is not None and self.worker is not None and self.exercise == exercise:
+            reply = self.worker.receive()[0] if sent == "sent" else sent  # started by prestart()
+        else:
+            self.close()
+            stop = self.gave_up()
+            if stop is not None:
+                return None, stop
+            self.starts += 1
+            self.worker, self.exercise = Worker(self.limits), exercise
+            reply = self.worker.ask({"op": "load", "path": src.path, "text": src.text})
         if not reply.ok:
             return None, self._failed(reply)
         try:
@@ -141,29 +156,50 @@ class Session:
 
         After a run that hangs, crashes or breaks the protocol, the later runs are not made: they repeat its outcome.
         """
+        return self.finish_runs(self.send_runs(exercise, function, runs))
+
+    def send_runs(self, exercise: str, function: str, runs: list[tuple[dict, bool]]) -> Pending:
+        """Send the request of call_runs without waiting for its replies (a fresh child first, if need be)."""
         stop = self.gave_up()
         if stop is not None:
-            return [stop] * len(runs)
+            return Pending(exercise, runs, [stop] * len(runs))
         if self.worker is None or not self.worker.alive or self.exercise != exercise:
             _, failed = self.load(exercise)
             if failed is not None:
-                return [failed] * len(runs)
+                return Pending(exercise, runs, [failed] * len(runs))
         enc = wire.Encoder()
         sent = [{"args": {k: enc.value(v) for k, v in args.items()}, "reload": reload} for args, reload in runs]
         request = {"op": "calls", "function": function, "runs": sent}
-        replies = self.worker.ask_many(request, enc.parts, len(runs))  # the tensors' own memory, uncopied
+        failed = self.worker.send(request, enc.parts)  # the tensors' own memory, uncopied
+        return Pending(exercise, runs, None, [failed] if failed is not None else None)
+
+    def finish_runs(self, pending: Pending) -> list[Outcome]:
+        """Read and decode the replies of a request send_runs made."""
+        if pending.outcomes is not None:
+            return pending.outcomes
+        replies = pending.failed or self.worker.receive(len(pending.runs))
         outcomes: list[Outcome] = []
-        for (args, _), reply in zip(runs, replies, strict=False):
+        for (args, _), reply in zip(pending.runs, replies, strict=False):
             if not reply.ok:
                 outcomes.append(self._failed(reply))
                 break
             try:
-                outcomes.append(_outcome(reply, args, self.sources.get(exercise)))
+                outcomes.append(_outcome(reply, args, self.sources.get(pending.exercise)))
             except WireError as exc:
                 self.close()
                 outcomes.append(Outcome(failure="protocol", reason=f"{MALFORMED} ({exc})", output=reply.output))
                 break
-        return outcomes + [outcomes[-1]] * (len(runs) - len(outcomes))
+        return outcomes + [outcomes[-1]] * (len(pending.runs) - len(outcomes))
+
+
+@dataclass
+class Pending:
+    """A request send_runs made: its runs, and either their outcomes already or the replies still to read."""
+
+    exercise: str
+    runs: list
+    outcomes: list[Outcome] | None = None
+    failed: list | None = None
 
 
 def _outcome(reply, args: dict, source: Source | None = None) -> Outcome:
@@ -246,15 +282,18 @@ def grade(
         submission = Submission(name or str(folder), sources, problems=problems)
     limits = limits or Limits()
     calls = catalogue.select(exercises, only)
-    for call in calls:  # the truth is built here, in the trusted process, before any child exists
-        for g in catalogue.geometries(call):
-            catalogue.build_fixture(call, g, data)
     wanted = {c.exercise for c in calls}
     sources = {ex: src for ex, src in submission.sources.items() if ex in wanted}
     session = Session(sources, limits)
     items: list[ItemResult] = []
     with jail.held():
         try:
+            first = next((ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems), None)
+            if first is not None:  # forked before the truth exists: it loads the file while the truth is built
+                session.prestart(first)
+            for call in calls:  # the truth is built here, in the trusted process
+                for g in catalogue.geometries(call):
+                    catalogue.build_fixture(call, g, data)
             for ex in catalogue.EXERCISES:
                 ex_calls = [c for c in calls if c.exercise == ex]
                 if ex_calls:
@@ -294,24 +333,36 @@ def _grade_exercise(session: Session, ex: str, calls, submission: Submission, da
     if failed is not None:
         status, message = _failure_message(failed, f"loading {ex}.py")
         return [_blank(c, i, data, status, message, failed.output, scope="file") for c in calls for i in c.items]
-    results = []
-    for call in calls:
-        results += _grade_call(session, call, functions, data)
+    results, started = [], None
+    for k, call in enumerate(calls):
+        items, pending = started or _start_call(session, call, functions, data)
+        if items is None:
+            fx_a, fx_b, outs = pending
+            out_a, out_b = session.finish_runs(outs)
+            if k + 1 < len(calls):  # the next call runs in the child while this one is judged here
+                started = _start_call(session, calls[k + 1], functions, data)
+            if out_a.failure or out_a.error:  # the hidden geometry matters only for an answer that ran
+                out_b = out_a
+            items = [judge(i, _pick(out_a, call, i), _pick(out_b, call, i), fx_a, fx_b) for i in call.items]
+        else:
+            started = None
+        results += items
     session.close()  # the next exercise gets a child that never ran this one
     return results
 
 
-def _grade_call(session: Session, call: catalogue.Call, functions: dict, data) -> list[ItemResult]:
+def _start_call(session: Session, call: catalogue.Call, functions: dict, data) -> tuple[list | None, tuple | None]:
+    """Start one call: return (its items, None) when done here, or (None, (fixture a, fixture b, its request))."""
     info = functions.get(call.function)
     if info is None:
         msg = f"{call.exercise}.py has no function `{call.function}`; define it with the stub's name."
-        return [_blank(call, i, data, "not_attempted", msg) for i in call.items]
+        return [_blank(call, i, data, "not_attempted", msg) for i in call.items], None
     geo_a, geo_b = catalogue.geometries(call)
     fx_a = catalogue.build_fixture(call, geo_a, data)
     fx_b = catalogue.build_fixture(call, geo_b, data)
     problem, names = _bind(call, info, fx_a)
     if problem:
-        return [_blank(call, i, data, "error", problem) for i in call.items]
+        return [_blank(call, i, data, "error", problem) for i in call.items], None
     if call.kind == "training":
         # one request per step: a step's inputs reveal the previous step's answer, so they must not arrive early
         steps = []
@@ -320,13 +371,11 @@ def _grade_call(session: Session, call: catalogue.Call, functions: dict, data) -
             steps.append(out)
             if out.failure or out.error:
                 break
-        return [judge_training(call.items[0], steps, fx_a)]
-    # both geometries in one request, each with its own deadline (neither holds this item's answer)
+        return [judge_training(call.items[0], steps, fx_a)], None
+    # both geometries in one request, each with its own deadline (neither holds this item's answer); sent only
+    # once the previous call has answered, since this one's inputs hold the previous call's answer
     runs = [(_args(fx_a, call, names), call.ex4), (_args(fx_b, call, names), call.ex4)]
-    out_a, out_b = session.call_runs(call.exercise, call.function, runs)
-    if out_a.failure or out_a.error:  # the hidden geometry matters only for an answer that ran
-        out_b = out_a
-    return [judge(item, _pick(out_a, call, item), _pick(out_b, call, item), fx_a, fx_b) for item in call.items]
+    return None, (fx_a, fx_b, session.send_runs(call.exercise, call.function, runs))
 
 
 def _args(fx: fixture.Fixture, call: catalogue.Call, names) -> dict:

@@ -255,7 +255,7 @@ def sgd(
             # the same draw as fixture.sample_batch, on the dataset built once
             ix = torch.randint(0, Xtr.shape[0], (n,), generator=gen)  # (32,)
             Xb, Yb = Xtr[ix], Ytr[ix]  # (32, 3), (32,)
-            t = fixture.ex4_forward(params, Xb, Yb)
+            t = fixture.ex4_forward(params, Xb, Yb, sum_var=True)
             loss = t["loss"].item()
             losses.append(loss)
             if progress is not None and step % progress_every == 0:

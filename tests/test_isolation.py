@@ -181,3 +181,19 @@ def test_student_commands_run_through_the_fallback_and_say_what_is_off():
     assert "ex2.dlogits" in done.stdout and "passed" in done.stdout
     (line,) = [ln for ln in done.stderr.splitlines() if "off on this platform" in ln]
     assert line.startswith("sandbox (spawn):") and "own PID namespace" in line
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="jails are Linux-only")
+def test_the_jail_of_a_killed_grader_is_swept_by_the_next():
+    pid = os.fork()
+    if pid == 0:  # a grader killed before its atexit could remove its jail
+        jail.Jail()
+        os.kill(os.getpid(), signal.SIGKILL)
+    os.waitpid(pid, 0)
+    left = list(Path(tempfile.gettempdir()).glob(f"{jail.JAIL_PREFIX}{pid}-*"))
+    assert len(left) == 1, "the killed process made no jail"
+    live = jail.Jail()  # making a jail sweeps the dead ones
+    assert not left[0].exists(), "a dead grader's jail was left for good"
+    jail.sweep_stale()
+    assert os.path.isdir(live.path), "a live grader's jail was swept"
+    live.close()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import ctypes.util
+import glob
 import os
 import resource
 import signal
@@ -32,7 +32,7 @@ SANDBOX_UID_BASE = 2_100_000_000  # uid of slot k is SANDBOX_UID_BASE + k: far a
 IPC_LIMITS = ("shmmax", "shmall", "shmmni", "msgmni")
 JAIL_PREFIX = "grader-jail-"
 
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True) if sys.platform == "linux" else None
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None  # libc, already loaded: no ldconfig run
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,8 @@ class Jail:
     """An empty, root-owned directory that children chroot into, removed when its creator exits."""
 
     def __init__(self):
-        self.path = tempfile.mkdtemp(prefix=f"{JAIL_PREFIX}{os.getpid()}-")
+        sweep_stale()
+        self.path = tempfile.mkdtemp(prefix=f"{JAIL_PREFIX}{os.getpid()}-{_pid_namespace()}-")
         os.chmod(self.path, 0o555)
         self.owner = os.getpid()
         atexit.register(self.close)
@@ -91,6 +92,33 @@ class Jail:
             os.rmdir(self.path)
         except OSError:
             pass
+
+
+def sweep_stale() -> int:
+    """Remove the empty jails of grader processes that were killed before they could; return how many.
+
+    A jail's name carries its creator's pid and PID namespace, so a jail of a live grader, or of one in another
+    container sharing this temporary folder, is never touched.
+    """
+    removed, ours = 0, _pid_namespace()
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), f"{JAIL_PREFIX}*-*-*")):
+        pid, ns, _ = os.path.basename(path)[len(JAIL_PREFIX) :].split("-", 2)
+        if not pid.isdigit() or ns != ours or os.path.exists(f"/proc/{pid}"):
+            continue
+        try:
+            os.chmod(path, 0o700)
+            os.rmdir(path)  # only ever empty: a jail holds nothing, and rmdir refuses anything else
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def _pid_namespace() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
 
 
 _JAIL: Jail | None = None

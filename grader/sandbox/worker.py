@@ -191,8 +191,13 @@ class Worker:
 
     def ask_many(self, request: dict, parts, replies: int, timeout=None, on_progress=None) -> list[Reply]:
         """Send one request and read `replies` replies, each within the timeout; stop at the first failure."""
+        failed = self.send(request, parts, timeout)
+        return [failed] if failed is not None else self.receive(replies, timeout, on_progress)
+
+    def send(self, request: dict, parts=(), timeout=None) -> Reply | None:
+        """Send one request without waiting for its reply; return why that failed, or None."""
         if not self.alive:
-            return [Reply(failure="crash", reason="the sandbox process had already stopped")]
+            return Reply(failure="crash", reason="the sandbox process had already stopped")
         timeout = self.limits.timeout if timeout is None else timeout
         self._buffer = getattr(self, "_buffer", b"")
         parts = [parts] if isinstance(parts, (bytes, bytearray, memoryview)) else list(parts)
@@ -201,19 +206,30 @@ class Worker:
                 self._write(data, time.monotonic() + timeout)
         except TimeoutError:
             self.kill()
-            return [Reply(failure="timeout", reason=f"no answer within {timeout:g} s", output=self._output())]
+            return Reply(failure="timeout", reason=f"no answer within {timeout:g} s", output=self._output())
         except EOFError:
-            return [Reply(failure="crash", reason=self._death(), output=self._output())]
-        got = []
+            return Reply(failure="crash", reason=self._death(), output=self._output())
+        self._sent_at = time.monotonic()
+        return None
+
+    def receive(self, replies: int = 1, timeout=None, on_progress=None) -> list[Reply]:
+        """Read the replies to the request sent last, each within the timeout; stop at the first failure.
+
+        The first reply's time counts from the sending (the child works while this process does something else),
+        each later one's from the reply before it.
+        """
+        timeout = self.limits.timeout if timeout is None else timeout
+        got, start = [], getattr(self, "_sent_at", None) or time.monotonic()
         for _ in range(replies):
-            got.append(self._reply(timeout, on_progress))
+            got.append(self._reply(timeout, on_progress, start))
             if not got[-1].ok:
                 break
+            start = time.monotonic()
         return got
 
-    def _reply(self, timeout: float, on_progress) -> Reply:
-        """Read one reply within the timeout."""
-        deadline = time.monotonic() + timeout
+    def _reply(self, timeout: float, on_progress, start: float) -> Reply:
+        """Read one reply within the timeout, counted from start."""
+        deadline = start + timeout
         try:
             while True:
                 nhead, nblob = wire.read_lengths(self._read(wire.PREFIX_SIZE, deadline))

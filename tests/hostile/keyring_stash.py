@@ -1,5 +1,6 @@
 # expect: exercise=ex2 item=ex2.dlogits status=error message=keyring
 # Kernel keyrings belong to a uid, not to a namespace: stash Ex1's input dlogits (Ex2's answer) there.
+# --- ex1.py
 import torch
 
 SYS_ADD_KEY, SYS_KEYCTL, KEYCTL_SEARCH, KEYCTL_READ, USER_KEYRING = 248, 250, 10, 11, -4

@@ -1,5 +1,6 @@
 # expect: exercise=ex2 item=ex2.dlogits status=error message=AttributeError
 # Ex1's dh receives the true dlogits; stash it on torch, then hand it in as Ex2's answer.
+# --- ex1.py
 import torch
 
 
