@@ -88,7 +88,7 @@ class Session:
         self.functions: dict[str, dict] = {}
         self.starts = 0
         self.timeouts = 0
-        self.sent: Reply | str | None = None  # the load request prestart() sent, or why sending it failed
+        self.started: dict[str, tuple[Worker, Reply | str | None]] = {}  # prestart(): child, its load request
 
     def close(self):
         if self.worker is not None:
@@ -110,29 +110,49 @@ class Session:
             return Outcome(failure="crash", reason="the sandbox crashed too many times; grading stopped")
         return None
 
-    def prestart(self, exercise: str):
-        """Start an exercise's child and send it the file now, so that it loads while this process works."""
-        if exercise in self.sources and self.gave_up() is None:
-            self.close()
+    def prestart(self, exercises: list[str], send_first: bool = True):
+        """Fork every exercise's child now, before the truth exists or any reply is read here.
+
+        A child forked later would inherit what this process computed while judging (differences from the truth,
+        a trap's candidates) in its freed memory. The first child is also sent its file at once, so that it loads
+        while this process builds the truth; the others wait for their turn, idle.
+        """
+        for k, ex in enumerate(exercises):
+            if ex not in self.sources or ex in self.started:
+                continue
             self.starts += 1
-            self.worker, self.exercise = Worker(self.limits), exercise
-            src = self.sources[exercise]
-            self.sent = self.worker.send({"op": "load", "path": src.path, "text": src.text}) or "sent"
+            worker = Worker(self.limits)
+            sent = None
+            if k == 0 and send_first:
+                src = self.sources[ex]
+                sent = worker.send({"op": "load", "path": src.path, "text": src.text}) or "sent"
+            self.started[ex] = (worker, sent)
+
+    def close_all(self):
+        """Stop the current child and every prestarted one."""
+        self.close()
+        for worker, _ in self.started.values():
+            worker.close()
+        self.started.clear()
 
     def load(self, exercise: str) -> tuple[dict | None, Outcome | None]:
         """Start a fresh child for an exercise and execute its file; return its functions or why that failed."""
         src = self.sources[exercise]
-        sent, self.sent = self.sent, None
-        if sent is not None and self.worker is not None and self.exercise == exercise:
-            reply = self.worker.receive()[0] if sent == "sent" else sent  # started by prestart()
-        else:
-            self.close()
-            stop = self.gave_up()
-            if stop is not None:
-                return None, stop
+        self.close()
+        worker, sent = self.started.pop(exercise, (None, None))
+        stop = self.gave_up()
+        if stop is not None:
+            if worker is not None:
+                worker.close()
+            return None, stop
+        if worker is None:  # a restart after a crash or a hang
             self.starts += 1
-            self.worker, self.exercise = Worker(self.limits), exercise
-            reply = self.worker.ask({"op": "load", "path": src.path, "text": src.text})
+            worker = Worker(self.limits)
+        self.worker, self.exercise = worker, exercise
+        if sent is None:
+            reply = worker.ask({"op": "load", "path": src.path, "text": src.text})
+        else:
+            reply = worker.receive()[0] if sent == "sent" else sent
         if not reply.ok:
             return None, self._failed(reply)
         try:
@@ -288,9 +308,8 @@ def grade(
     items: list[ItemResult] = []
     with jail.held():
         try:
-            first = next((ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems), None)
-            if first is not None:  # forked before the truth exists: it loads the file while the truth is built
-                session.prestart(first)
+            # every child forked before the truth exists and before any reply is judged here (see prestart)
+            session.prestart([ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems])
             for call in calls:  # the truth is built here, in the trusted process
                 for g in catalogue.geometries(call):
                     catalogue.build_fixture(call, g, data)
@@ -299,7 +318,7 @@ def grade(
                 if ex_calls:
                     items += _grade_exercise(session, ex, ex_calls, submission, data)
         finally:
-            session.close()
+            session.close_all()
             reap(wait=True)
     result = SubmissionResult(name or submission.name, items)
     flags = [f.to_dict() for ex in sorted(sources) for f in internals.scan(ex, sources[ex].text)]

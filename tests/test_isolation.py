@@ -197,3 +197,26 @@ def test_the_jail_of_a_killed_grader_is_swept_by_the_next():
     jail.sweep_stale()
     assert os.path.isdir(live.path), "a live grader's jail was swept"
     live.close()
+
+
+def test_every_child_is_forked_before_anything_is_judged(monkeypatch):
+    """A child forked after judging would inherit its leftovers (truth minus answer, a trap's candidates)."""
+    from grader import runner
+    from grader.sandbox import worker
+
+    judged, forked_at = [0], []
+    real_judge, real_start = runner.judge, worker.Worker._start_fork
+
+    def counting_judge(*args, **kwargs):
+        judged[0] += 1
+        return real_judge(*args, **kwargs)
+
+    def recording_start(self):
+        forked_at.append(judged[0])
+        return real_start(self)
+
+    monkeypatch.setattr(runner, "judge", counting_judge)
+    monkeypatch.setattr(worker.Worker, "_start_fork", recording_start)
+    result = grade(REFERENCE, limits=LIMITS)
+    assert all(i.status == "passed" for i in result.items)
+    assert judged[0] > 30 and forked_at == [0, 0, 0, 0], f"children forked after {forked_at} judgements"
