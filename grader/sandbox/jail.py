@@ -284,7 +284,7 @@ def enter(jail_path: str, uid: int, limits, pid_ns: bool) -> Protections:
         _LIBC.prctl(PR_SET_DUMPABLE, 0)
         _LIBC.clearenv()
         filtered = install_seccomp()
-    os.environ.clear()
+    os.environ.clear()  # clearenv() emptied the C environment; this is Python's copy
     return Protections(pid_ns, ipc, ipc_limits, net, user_ns, chroot, own_uid, rlimits, filtered, "fork")
 
 
@@ -345,31 +345,42 @@ AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 MAX_FILES = 64
 
 
-def install_seccomp() -> bool:
-    """Install a seccomp filter that fails BLOCKED_SYSCALLS with EPERM (and every foreign-ABI call); True if it took."""
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+_FILTER: list = []  # the compiled program and its instructions, built once in the parent, shared by every child
+
+
+def seccomp_program():
+    """Return the BPF program that fails BLOCKED_SYSCALLS with EPERM (and every foreign-ABI call), or None."""
     machine = os.uname().machine
     if machine not in BLOCKED_SYSCALLS or _LIBC is None:
-        return False
-    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
-    blocked = BLOCKED_SYSCALLS[machine]
-    # load arch; foreign ABI: deny; load nr; x32 numbers: deny; each blocked nr: deny; else allow.
-    # A jump's offset counts from the next instruction; "deny" is the last instruction.
-    prog = [(ld, 0, 0, 4), (jeq, 1, 0, AUDIT_ARCH[machine]), (ret, 0, 0, deny), (ld, 0, 0, 0)]
-    prog.append((jge, len(blocked) + 1, 0, 0x40000000))
-    for k, nr in enumerate(blocked):
-        prog.append((jeq, len(blocked) - k, 0, nr))
-    prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+        return None
+    if not _FILTER:
+        ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+        allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+        blocked = BLOCKED_SYSCALLS[machine]
+        # load arch; foreign ABI: deny; load nr; x32 numbers: deny; each blocked nr: deny; else allow.
+        # A jump's offset counts from the next instruction; "deny" is the last instruction.
+        prog = [(ld, 0, 0, 4), (jeq, 1, 0, AUDIT_ARCH[machine]), (ret, 0, 0, deny), (ld, 0, 0, 0)]
+        prog.append((jge, len(blocked) + 1, 0, 0x40000000))
+        for k, nr in enumerate(blocked):
+            prog.append((jeq, len(blocked) - k, 0, nr))
+        prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+        filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
+        _FILTER.extend([_SockFprog(len(prog), filters), filters])
+    return _FILTER[0]
 
-    class SockFilter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
 
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
-
-    filters = (SockFilter * len(prog))(*[SockFilter(*ins) for ins in prog])
-    fprog = SockFprog(len(prog), filters)
-    return _LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+def install_seccomp() -> bool:
+    """Install the seccomp filter of seccomp_program(); True if it took."""
+    fprog = seccomp_program()
+    return fprog is not None and _LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
 
 
 def set_limits(limits) -> bool:
