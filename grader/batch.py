@@ -12,7 +12,7 @@ import torch
 from grader import catalogue, pool, report
 from grader.intake import Entry, Skipped, discover, read_entry, with_intake  # noqa: F401 (re-exported)
 from grader.policy import Policy, grade_kwargs
-from grader.reports import EmptyClassError, write_outputs
+from grader.reports import EmptyClassError, class_similarity, write_outputs
 from grader.reports.html import html_report  # noqa: F401 (re-exported)
 from grader.reports.summary import summarize  # noqa: F401 (re-exported)
 from grader.reports.tables import GRADEBOOK_COLUMNS, gradebook  # noqa: F401 (re-exported)
@@ -100,6 +100,8 @@ def grade_batch(
             catalogue.build_fixture(call, g, data)
     if len(todo) >= COLLAPSE_FROM:
         pages.collapse_heap()
+    # the similarity check reads every file but runs no student code: it works beside the grading, in a child
+    compared = pool.Background(lambda: class_similarity(entries)) if similarity else None
     bar = report.Progress(len(todo), "grading") if progress else None
     work = [(e, limits, data, policy) for e in todo]
     deadline = limits.timeout * PER_STUDENT_TIMEOUTS + 120  # a bound no honest submission comes near
@@ -112,6 +114,10 @@ def grade_batch(
                 manifest[entry.student] = digests[entry.student]
                 if bar:
                     bar.advance(entry.student)
+        except BaseException:
+            if compared is not None:
+                compared.kill()
+            raise
         finally:
             if bar:
                 bar.close()
@@ -126,7 +132,17 @@ def grade_batch(
         entries,
         skipped,
         students,
-        similarity=similarity,
+        similarity=_similarity(compared),
         canvas_assignment=canvas_assignment,
         sandbox=walls.to_dict(),
     )
+
+
+def _similarity(compared: pool.Background | None) -> dict | bool:
+    """Return the background comparison's result, or why there is none."""
+    if compared is None:
+        return False
+    try:
+        return compared.result()
+    except RuntimeError as exc:  # the helper died (the OOM killer, say): the gradebook is written all the same
+        return {"error": str(exc)[:300]}

@@ -22,6 +22,7 @@ import inspect
 import json
 import math
 import sys
+import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -37,6 +38,19 @@ DEFAULT_LEVEL = "diagnose"
 MIN_SECRET_CHARS = 12
 _TOP_KEYS = ("level", "secret", "points", "gradescope")
 _GRADESCOPE_KEYS = ("visibility", "hidden_visibility")
+
+
+_LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # every Policy alive, by id: a child wipes them
+
+
+def wipe_secrets() -> None:
+    """Forget the secret of every Policy in this process (a sandbox child's copy: the parent keeps its own).
+
+    A child inherits its parent's call stack, and a frame up that stack holds the course's Policy: student code
+    walking frames or gc's objects would find the secret that draws the hidden geometry.
+    """
+    for policy in list(_LIVE.values()):
+        object.__setattr__(policy, "secret", None)
 
 
 class PolicyError(ValueError):
@@ -57,6 +71,9 @@ class Policy:
     visibility: str = "visible"
     hidden_visibility: str = "after_due_date"
     source: str = ""  # the file it was read from, for messages
+
+    def __post_init__(self):
+        _LIVE[id(self)] = self
 
     def item_points(self, item_id: str, default: float) -> float:
         """Return the points of one item: its own entry, else its share of its exercise's total, else default."""

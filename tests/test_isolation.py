@@ -220,3 +220,45 @@ def test_every_child_is_forked_before_anything_is_judged(monkeypatch):
     result = grade(REFERENCE, limits=LIMITS)
     assert all(i.status == "passed" for i in result.items)
     assert judged[0] > 30 and forked_at == [0, 0, 0, 0], f"children forked after {forked_at} judgements"
+
+
+SECRET_HUNT = """
+def dlogprobs(logprobs):
+    import torch
+    found = []
+    try:
+        raise RuntimeError
+    except RuntimeError as exc:
+        frame = exc.__traceback__.tb_frame
+    while frame is not None:  # up the stack this child inherited from the grader
+        for value in list(frame.f_locals.values()):
+            secret = getattr(value, "secret", None)
+            if isinstance(secret, str):
+                found.append(secret)
+        frame = frame.f_back
+    for obj in torch.sys.modules["gc"].get_objects():
+        secret = getattr(obj, "secret", None) if type(obj).__name__ == "Policy" else None
+        if isinstance(secret, str):
+            found.append(secret)
+    raise RuntimeError("hunt: " + (",".join(found) or "nothing"))
+"""
+
+
+def test_the_course_secret_cannot_be_found_from_a_sandbox(tmp_path):
+    from grader.policy import Policy
+
+    secret = "a-course-secret-nobody-may-read"
+    result = grade(with_snippet(tmp_path / "sub", "ex1", SECRET_HUNT), policy=Policy(secret=secret), limits=LIMITS)
+    item = next(i for i in result.items if i.id == "ex1.dlogprobs")
+    assert "hunt: nothing" in item.message, item.message
+    assert secret not in json.dumps(result.to_dict())
+
+
+def test_a_background_helper_returns_its_value_or_says_how_it_died():
+    from grader.batch import _similarity
+
+    assert pool.Background(lambda: {"pairs": [], "compared": 3}).result() == {"pairs": [], "compared": 3}
+    dead = pool.Background(lambda: os.kill(os.getpid(), signal.SIGKILL))
+    assert "SIGKILL" in _similarity(dead)["error"]  # the summary says so; the gradebook is written all the same
+    stopped = pool.Background(lambda: time.sleep(60))
+    stopped.kill()  # reaped at once: no child left behind (the conftest checks)

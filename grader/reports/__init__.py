@@ -49,26 +49,36 @@ def write_outputs(
     skipped,
     students: dict[str, dict],
     *,
-    similarity: bool = True,
+    similarity: bool | dict = True,
     canvas_assignment: str | None = None,
     sandbox: dict | None = None,
 ) -> dict:
-    """Write gradebook.csv, canvas.csv, summary.json and report.html for graded students; return the summary."""
+    """Write gradebook.csv, canvas.csv, summary.json and report.html for graded students; return the summary.
+
+    similarity: True to compare the class now, False not to, or the dict class_similarity() already returned.
+    """
     stale = remove_stale(out / "students", set(students))
     (out / "gradebook.csv").write_text(gradebook(students))
     (out / "canvas.csv").write_text(canvas_gradebook(students, canvas_assignment or CANVAS_ASSIGNMENT))
     summary = summarize(students, skipped, stale)
     if sandbox is not None:  # which walls the sandbox had on this machine (jail.Protections)
         summary["sandbox"] = sandbox
-    if similarity:
-        from grader.intake import read_entry
-        from grader.reports.similarity import compare_class
-
-        sources = {e.student: {ex: s.text for ex, s in read_entry(e).sources.items()} for e in entries}
-        try:
-            summary["similarity"] = compare_class(sources).to_dict()
-        except Exception as exc:  # noqa: BLE001 - a comparison must never cost the class its gradebook
-            summary["similarity"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    if isinstance(similarity, dict):
+        summary["similarity"] = similarity
+    elif similarity:
+        summary["similarity"] = class_similarity(entries)
     _write_json(out / "summary.json", summary)
     (out / "report.html").write_text(html_report(summary, students))
     return summary
+
+
+def class_similarity(entries) -> dict:
+    """Read every entry's files and compare the class function by function (summary.json's "similarity")."""
+    from grader.intake import read_entry
+    from grader.reports.similarity import compare_class
+
+    sources = {e.student: {ex: s.text for ex, s in read_entry(e).sources.items()} for e in entries}
+    try:
+        return compare_class(sources).to_dict()
+    except Exception as exc:  # noqa: BLE001 - a comparison must never cost the class its gradebook
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}

@@ -204,11 +204,12 @@ def _student_builtins() -> dict:
 def scrub_secrets():
     """Drop, in this child's copy of memory only, every true gradient and the course secret the parent holds."""
     arena.ARENA.drop()  # the true gradients: one madvise per mapping, the pages read as zeros, nothing is copied
-    from grader import catalogue, fixture
+    from grader import catalogue, fixture, policy
 
     catalogue._SECRET[0] = None  # the secret and the run's key draw the hidden geometry: the child needs neither
     fixture._RUN_KEY = b""
     fixture.hidden_geometry.cache_clear()
+    policy.wipe_secrets()  # the course's Policy, held by frames up this child's inherited stack
 
 
 def _safe_str(exc: BaseException) -> str:
