@@ -106,6 +106,8 @@ def grade_batch(
     work = [(e, limits, data, policy) for e in todo]
     deadline = limits.timeout * PER_STUDENT_TIMEOUTS + 120  # a bound no honest submission comes near
     with jail.held():  # made here, so the grading processes share it and it is removed when the run ends
+        for slot in range(max(1, jobs)):  # each slot's room, made before the grading processes race to make it
+            jail.jail().room(jail.sandbox_uid(slot))
         try:
             for (entry, *_), result, why in pool.run(work, _grade_one, jobs=jobs, deadline=deadline):
                 if result is None:

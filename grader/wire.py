@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import re
 import struct
 
 import torch
@@ -140,7 +141,30 @@ def decode_header(head: bytes) -> dict:
         raise WireError(f"malformed header ({type(exc).__name__})") from None
     if not isinstance(header, dict):
         raise WireError("header is not an object")
+    if _SURROGATE.search(head):  # a lone surrogate (chr(0xDC80)) would break every UTF-8 file it reaches
+        header = _without_surrogates(header)
     return header
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")  # as a JSON escape, or as raw bytes
+
+
+def _without_surrogates(value):
+    """Return value with every lone surrogate in its strings (keys too) replaced by '?', without recursion."""
+    root = [value]
+    stack = [(root, 0)]
+    while stack:
+        holder, key = stack.pop()
+        v = holder[key]
+        if isinstance(v, str):
+            holder[key] = v.encode("utf-8", "replace").decode("utf-8")
+        elif isinstance(v, list):
+            stack.extend((v, i) for i in range(len(v)))
+        elif isinstance(v, dict):
+            clean = {k.encode("utf-8", "replace").decode("utf-8"): x for k, x in v.items()}
+            holder[key] = clean
+            stack.extend((clean, k) for k in clean)
+    return root[0]
 
 
 # ---------------------------------------------------------------------------------------------------------------

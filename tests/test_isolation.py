@@ -262,3 +262,54 @@ def test_a_background_helper_returns_its_value_or_says_how_it_died():
     assert "SIGKILL" in _similarity(dead)["error"]  # the summary says so; the gradebook is written all the same
     stopped = pool.Background(lambda: time.sleep(60))
     stopped.kill()  # reaped at once: no child left behind (the conftest checks)
+
+
+HOLD_ROOT = """
+import torch
+fcntl, os = torch.sys.modules["fcntl"], torch.os
+HELD = os.open("/", os.O_RDONLY)
+fcntl.flock(HELD, fcntl.LOCK_EX)  # held for as long as this sandbox lives
+"""
+PROBE_ROOT = """
+import torch
+fcntl, os = torch.sys.modules["fcntl"], torch.os
+fd = os.open("/", os.O_RDONLY)
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+except OSError:
+    raise RuntimeError("a neighbour holds my root: a channel between sandboxes") from None
+"""
+
+
+@pytest.mark.skipif(not (sys.platform == "linux" and jail.is_root()), reason="chroot needs root")
+def test_neighbouring_slots_share_no_root_to_lock():
+    from grader.sandbox import Worker, reap, set_slot
+
+    workers = []
+    try:
+        with jail.held():
+            for slot, text in ((0, HOLD_ROOT), (1, PROBE_ROOT)):
+                set_slot(slot)
+                workers.append(Worker(LIMITS))
+                reply = workers[-1].ask({"op": "load", "path": "ex1.py", "text": text})
+                assert reply.ok and reply.header.get("ok"), reply.header
+    finally:
+        set_slot(None)
+        for w in workers:
+            w.close()
+        reap(wait=True)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="jails are Linux-only")
+def test_the_sweep_never_follows_a_link(tmp_path):
+    target = tmp_path / "someone_elses_folder"
+    target.mkdir()
+    target.chmod(0o751)
+    dead = 2**22 + 12345  # above pid_max's default: no live process has it
+    bait = Path(tempfile.gettempdir()) / f"{jail.JAIL_PREFIX}{dead}-{jail._pid_namespace()}-bait"
+    bait.symlink_to(target)
+    try:
+        jail.sweep_stale()
+        assert target.is_dir() and (target.stat().st_mode & 0o777) == 0o751, "the sweep followed a link"
+    finally:
+        bait.unlink()

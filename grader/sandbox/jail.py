@@ -20,6 +20,7 @@ import glob
 import os
 import resource
 import signal
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -75,7 +76,11 @@ def sandbox_uid(slot: int) -> int:
 
 
 class Jail:
-    """An empty, root-owned directory that children chroot into, removed when its creator exits."""
+    """An empty, root-owned directory with an empty room per sandbox uid, removed when its creator exits.
+
+    Each concurrent slot's children chroot into their own room: two sandboxes that shared a root directory could
+    signal each other through flock() on "/".
+    """
 
     def __init__(self):
         sweep_stale()
@@ -84,14 +89,44 @@ class Jail:
         self.owner = os.getpid()
         atexit.register(self.close)
 
-    def close(self):
-        if os.getpid() != self.owner:
-            return
+    def room(self, uid: int) -> str:
+        """Return the empty room of one sandbox uid, made on first use (the jail itself if that fails)."""
+        path = os.path.join(self.path, str(uid))
+        if os.path.isdir(path):
+            return path
         try:
-            os.chmod(self.path, 0o700)
-            os.rmdir(self.path)
-        except OSError:
+            os.chmod(self.path, 0o755)  # root needs no write bit; an ordinary user does
+            try:
+                os.mkdir(path, 0o555)
+            finally:
+                os.chmod(self.path, 0o555)
+        except FileExistsError:
             pass
+        except OSError:
+            return self.path
+        return path
+
+    def close(self):
+        if os.getpid() == self.owner:
+            _remove_jail(self.path)
+
+
+def _remove_jail(path: str) -> bool:
+    """Remove a jail and its empty rooms; touch nothing that is not a real directory of ours (never a link)."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            return False
+        os.chmod(path, 0o700)
+        with os.scandir(path) as rooms:
+            for room in rooms:
+                if room.is_dir(follow_symlinks=False):
+                    os.chmod(room.path, 0o700)
+                    os.rmdir(room.path)  # only ever empty: rmdir refuses anything else
+        os.rmdir(path)
+        return True
+    except OSError:
+        return False
 
 
 def sweep_stale() -> int:
@@ -105,12 +140,7 @@ def sweep_stale() -> int:
         pid, ns, _ = os.path.basename(path)[len(JAIL_PREFIX) :].split("-", 2)
         if not pid.isdigit() or ns != ours or os.path.exists(f"/proc/{pid}"):
             continue
-        try:
-            os.chmod(path, 0o700)
-            os.rmdir(path)  # only ever empty: a jail holds nothing, and rmdir refuses anything else
-            removed += 1
-        except OSError:
-            pass
+        removed += _remove_jail(path)
     return removed
 
 

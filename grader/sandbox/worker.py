@@ -135,7 +135,8 @@ class Worker:
         child.warm_up()  # here, once: every child forked afterwards inherits it
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        jail_path, uid = jail.jail().path, current_uid()
+        uid = current_uid()
+        jail_path = jail.jail().room(uid)  # this slot's own empty root: no inode shared with a neighbour
         pid, pid_ns = jail.fork_child()
         if pid == 0:  # child: never returns
             try:
