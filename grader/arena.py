@@ -26,18 +26,25 @@ class Arena:
     def seal(self, t: torch.Tensor) -> torch.Tensor:
         """Return a copy of t that lives in the arena."""
         t = t.detach()
-        nbytes = t.numel() * t.element_size()
-        if nbytes == 0:
+        if t.numel() == 0:
             return t.clone()
-        size = -(-nbytes // ALIGN) * ALIGN
+        return self.alloc(t.dtype, tuple(t.shape)).copy_(t)
+
+    def alloc(self, dtype: torch.dtype, shape: tuple) -> torch.Tensor:
+        """Return an uninitialised tensor that lives in the arena."""
+        numel = 1
+        for s in shape:
+            numel *= s
+        if numel == 0:
+            return torch.empty(shape, dtype=dtype)
+        size = -(-numel * torch.empty(0, dtype=dtype).element_size() // ALIGN) * ALIGN
         if not self.chunks or self.used + size > len(self.chunks[-1]):
             chunk = mmap.mmap(-1, max(CHUNK, size), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
             self.chunks.append(chunk)
             self.used = 0
             start = torch.frombuffer(chunk, dtype=torch.uint8, count=1).data_ptr()
             self.ranges.append((start, start + len(chunk)))
-        out = torch.frombuffer(self.chunks[-1], dtype=t.dtype, count=t.numel(), offset=self.used).view(t.shape)
-        out.copy_(t)
+        out = torch.frombuffer(self.chunks[-1], dtype=dtype, count=numel, offset=self.used).view(shape)
         self.used += size
         return out
 

@@ -10,6 +10,7 @@ import torch
 from grader import catalogue, fixture, sandbox, traps, wire
 from grader import compare as cmp
 from grader.policy import Policy
+from grader.prebuild import prebuild
 from grader.results import ItemResult, SubmissionResult
 from grader.sandbox import MALFORMED, Limits, Worker, internals, jail, reap
 from grader.sandbox.worker import Reply
@@ -310,7 +311,9 @@ def grade(
         try:
             # every child forked before the truth exists and before any reply is judged here (see prestart)
             session.prestart([ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems])
-            for call in calls:  # the truth is built here, in the trusted process
+            keys = [(g, data, call.ex4) for call in calls for g in catalogue.geometries(call)]
+            prebuild(keys)  # the truth, built in a helper: none of it passes through this process's heap
+            for call in calls:
                 for g in catalogue.geometries(call):
                     catalogue.build_fixture(call, g, data)
             for ex in catalogue.EXERCISES:

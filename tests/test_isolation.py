@@ -313,3 +313,16 @@ def test_the_sweep_never_follows_a_link(tmp_path):
         assert target.is_dir() and (target.stat().st_mode & 0o777) == 0o751, "the sweep followed a link"
     finally:
         bait.unlink()
+
+
+def test_the_truth_is_computed_in_a_helper_never_in_the_process_that_forks_sandboxes(monkeypatch):
+    """Autograd's intermediates, freed here, would lie in every later child's memory for a scan to find."""
+    from grader import arena, fixture
+
+    monkeypatch.setattr(fixture, "_BUILT", {})
+    here, real = [], fixture.autograd_truth
+    monkeypatch.setattr(fixture, "autograd_truth", lambda *a, **k: here.append(1) or real(*a, **k))
+    result = grade(REFERENCE, limits=LIMITS)
+    assert all(i.status == "passed" for i in result.items)
+    assert here == [], "the truth was computed in the grading process"
+    assert all(arena.ARENA.holds(t) for fx in fixture._BUILT.values() for t in fx.secrets())
