@@ -99,10 +99,17 @@ class Background:
         self.job = _start(None, lambda _: {"value": fn()}, 0, 0, slot_uid=False)
         self.done = False
 
-    def result(self) -> object:
-        """Wait for the child; return fn()'s value, or raise RuntimeError if the child failed."""
-        chunks, size = [], 0
-        while chunk := os.read(self.job.fd, 1 << 20):
+    def result(self, timeout: float = 900.0) -> object:
+        """Wait for the child (at most timeout seconds from now); return fn()'s value, or raise RuntimeError."""
+        chunks, size, deadline = [], 0, time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.job.fd], [], [], left)[0]:
+                self.kill()
+                raise RuntimeError(f"a helper process took longer than {timeout:g} s and was stopped")
+            chunk = os.read(self.job.fd, 1 << 20)
+            if not chunk:
+                break
             size += len(chunk)
             if size > MAX_RESULT_BYTES:
                 self.kill()

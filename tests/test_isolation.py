@@ -262,6 +262,9 @@ def test_a_background_helper_returns_its_value_or_says_how_it_died():
     assert "SIGKILL" in _similarity(dead)["error"]  # the summary says so; the gradebook is written all the same
     stopped = pool.Background(lambda: time.sleep(60))
     stopped.kill()  # reaped at once: no child left behind (the conftest checks)
+    stuck = pool.Background(lambda: time.sleep(60))
+    with pytest.raises(RuntimeError, match="longer than 0.5 s"):
+        stuck.result(timeout=0.5)  # a hung comparison never holds up the gradebook
 
 
 HOLD_ROOT = """
