@@ -62,6 +62,11 @@ for _name in ALLOWED_IMPORTS:
         pass
 
 _is_grad_enabled = torch._C.is_grad_enabled  # kept before any student code can replace the public one
+# Every autograd graph node takes the next number of this (thread-local) counter, whichever route built it:
+# torch.ops.aten.set_grad_enabled / requires_grad_ / grad reach the engine past every Python tripwire.
+# Grad mode is off for the child's whole life, so the counter may not move while student code runs.
+_sequence_nr = torch._C._autograd._get_sequence_nr
+_SEQUENCE = [_sequence_nr()]
 
 
 class AutogradForbidden(RuntimeError):
@@ -121,6 +126,7 @@ def arm():
     """Switch grad mode off for good and arm every tripwire: from here on, nothing in this child needs autograd."""
     _REAL_SET_GRAD[0](False)
     install_autograd_tripwires()
+    _SEQUENCE[0] = _sequence_nr()  # what the grader built before this child existed does not count
     _IN_STUDENT[0] = True
 
 
@@ -392,10 +398,14 @@ def _as_plain(value):
 
 
 def _grad_mode_check():
-    """Record and undo grad mode switched on by student code, whichever way it got there."""
+    """Record and undo grad mode switched on by student code, and record any autograd graph it built."""
     if _is_grad_enabled():
         _AUTOGRAD_CALLS.append("torch.set_grad_enabled(True)")
         _REAL_SET_GRAD[0](False)
+    now = _sequence_nr()
+    if now != _SEQUENCE[0]:
+        _SEQUENCE[0] = now
+        _AUTOGRAD_CALLS.append("an autograd graph (built through torch.ops, TorchScript or another route)")
 
 
 def _signature(fn) -> dict:
