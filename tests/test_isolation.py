@@ -162,6 +162,12 @@ def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_
     assert scan("ex1", "x = getattr(torch, name)")[0].what == "reflection getattr()"
     assert scan("ex1", "x = torch.\\\n    _C") and scan("ex1", "from _thread import x")  # spelled across lines
     assert scan("ex1", "x = \uff47etattr(torch, n)")  # identifiers are NFKC: a fullwidth g is a g
+    kernels = scan("ex1", "def dh(dh, h):\n    return torch.ops.aten.tanh_backward(dh, h)\n")
+    assert {f.what for f in kernels} == {
+        "torch's operator registry or compiler .ops",
+        "torch's own backward kernel .tanh_backward",
+    }  # a gradient nobody derived: aten's backward kernels (and aten.grad, which is autograd) sit behind torch.ops
+    assert scan("ex1", 'k = getattr(aten, "native_batch_norm_backward")')
 
 
 def test_the_fallback_sandbox_grades_without_fork(tmp_path, monkeypatch):

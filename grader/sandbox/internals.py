@@ -23,6 +23,10 @@ RISKY_ATTRIBUTES = frozenset(
     "tb_next get_objects get_referrers get_referents attrgetter methodcaller mro ctypeslib".split()
 )
 RISKY_NAMES = frozenset("__builtins__ __loader__ __spec__".split())
+# torch's operator registry and compilers: aten's own backward kernels (tanh_backward, embedding_dense_backward,
+# native_batch_norm_backward) give a gradient nobody derived, and aten.grad runs autograd itself
+TORCH_BACKDOORS = frozenset("ops jit library".split())
+BACKWARD_KERNEL = re.compile(r"_backward(?:_|$)")
 RISKY_MODULES = frozenset("sys os gc ctypes inspect importlib types builtins subprocess signal socket".split())
 
 
@@ -40,10 +44,12 @@ class Flag:
 
 
 def _trigger() -> re.Pattern:
-    words = sorted(REFLECTIVE_CALLS | RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES)
-    # an attribute after a dot, a name, an import, a match pattern (`case object(__globals__=g)`), a "_string"
+    words = sorted(REFLECTIVE_CALLS | RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | TORCH_BACKDOORS)
+    # an attribute after a dot, a name, an import, a match pattern (`case object(__globals__=g)`), a "_string",
+    # a backward kernel's name
     return re.compile(
         r"\.[\s\\]*_|\b(?:" + "|".join(map(re.escape, words)) + r")\b|import\s+_|from\s+_|\bcase\b|['\"]_"
+        r"|_backward"
     )
 
 
@@ -77,6 +83,10 @@ def _what(node: ast.AST) -> str | None:
             return f"private attribute .{node.attr}"
         if node.attr in RISKY_ATTRIBUTES:
             return f"interpreter internals .{node.attr}"
+        if node.attr in TORCH_BACKDOORS:
+            return f"torch's operator registry or compiler .{node.attr}"
+        if BACKWARD_KERNEL.search(node.attr):
+            return f"torch's own backward kernel .{node.attr}"
     elif isinstance(node, ast.Name):
         if node.id in REFLECTIVE_CALLS:
             return f"reflection {node.id}()"
@@ -92,6 +102,8 @@ def _what(node: ast.AST) -> str | None:
             return None
         if word.startswith("_") or word in RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | REFLECTIVE_CALLS:
             return f"a string naming internals: {word[:40]!r}"
+        if word in TORCH_BACKDOORS or BACKWARD_KERNEL.search(word):
+            return f"a string naming torch internals: {word[:40]!r}"
     elif isinstance(node, (ast.Import, ast.ImportFrom)):
         names = [a.name for a in node.names]
         if isinstance(node, ast.ImportFrom) and node.module:
