@@ -76,7 +76,12 @@ def install() -> None:
     from grader import compare, corpus, fixture, report, runner, traps, wire
     from grader.sandbox import child, jail, worker
 
+    try:
+        from grader import prebuild
+    except ImportError:  # an older checkout: built the truth in the grading process
+        prebuild = None
     timed(fixture, "build", "fixture.build (truth, both geometries)")
+    timed(prebuild, "prebuild", "prebuild (the truth in a helper process, read into the arena)")
     timed(corpus, "load", "  corpus.load (names; cached after the first)")
     timed(corpus.Corpus, "split", "  Corpus.split (shuffle 80/10/10)")
     timed(fixture, "autograd_truth", "  fixture.autograd_truth (loss.backward)")
@@ -251,6 +256,7 @@ def install_batch() -> None:
     timed(pool, "in_child", "  digests, read in a throwaway child")
     timed(pool, "run", "  pool.run (start the generator)")
     timed(batch, "write_outputs", "  write_outputs (gradebook, summary, similarity, html)")
+    timed(pool.Background, "result", "    similarity: waiting for its background helper (it ran beside the grading)")
     timed(similarity, "compare_class", "    similarity (copydetect)")
     timed(similarity, "_fingerprint", "      fingerprint one function (Pygments tokens, k-grams)")
     timed(similarity, "_compare", "      compare one pair of students")

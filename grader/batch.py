@@ -12,7 +12,6 @@ import torch
 from grader import catalogue, pool, report
 from grader.intake import Entry, Skipped, discover, read_entry, with_intake  # noqa: F401 (re-exported)
 from grader.policy import Policy, grade_kwargs
-from grader.prebuild import prebuild
 from grader.reports import EmptyClassError, class_similarity, write_outputs
 from grader.reports.html import html_report  # noqa: F401 (re-exported)
 from grader.reports.summary import summarize  # noqa: F401 (re-exported)
@@ -96,11 +95,7 @@ def grade_batch(
     ]
     torch.set_num_threads(1)  # GNU OpenMP does not survive fork; the tensors here are tiny anyway
     catalogue.use_secret(policy.secret)  # before the warm-up: workers inherit the hidden geometry's fixtures
-    calls = catalogue.select(catalogue.EXERCISES)
-    prebuild([(g, data, call.ex4) for call in calls for g in catalogue.geometries(call)])  # truth off the heap
-    for call in calls:  # warm the parent once; workers inherit it
-        for g in catalogue.geometries(call):
-            catalogue.build_fixture(call, g, data)
+    catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data)  # once here; workers inherit them
     if len(todo) >= COLLAPSE_FROM:
         pages.collapse_heap()
     # the similarity check reads every file but runs no student code: it works beside the grading, in a child

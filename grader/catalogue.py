@@ -101,6 +101,16 @@ def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> f
     return fixture.build(geometry, data, ex4=call.ex4)
 
 
+def build_fixtures(calls, data: str | None) -> None:
+    """Build every fixture these calls are graded on, in both geometries, the truth in a helper process."""
+    from grader.prebuild import prebuild
+
+    prebuild([(g, data, call.ex4) for call in calls for g in geometries(call)])  # none of it on this heap
+    for call in calls:
+        for g in geometries(call):
+            build_fixture(call, g, data)
+
+
 def available(call: Call, fx: fixture.Fixture) -> list[str]:
     """Return every name the call's function may ask for."""
     return [*fx.inputs(), *call.grads]

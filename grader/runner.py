@@ -10,7 +10,6 @@ import torch
 from grader import catalogue, fixture, sandbox, traps, wire
 from grader import compare as cmp
 from grader.policy import Policy
-from grader.prebuild import prebuild
 from grader.results import ItemResult, SubmissionResult
 from grader.sandbox import MALFORMED, Limits, Worker, internals, jail, reap
 from grader.sandbox.worker import Reply
@@ -111,7 +110,7 @@ class Session:
             return Outcome(failure="crash", reason="the sandbox crashed too many times; grading stopped")
         return None
 
-    def prestart(self, exercises: list[str], send_first: bool = True):
+    def prestart(self, exercises: list[str]):
         """Fork every exercise's child now, before the truth exists or any reply is read here.
 
         A child forked later would inherit what this process computed while judging (differences from the truth,
@@ -124,7 +123,7 @@ class Session:
             self.starts += 1
             worker = Worker(self.limits)
             sent = None
-            if k == 0 and send_first:
+            if k == 0:
                 src = self.sources[ex]
                 sent = worker.send({"op": "load", "path": src.path, "text": src.text}) or "sent"
             self.started[ex] = (worker, sent)
@@ -311,11 +310,7 @@ def grade(
         try:
             # every child forked before the truth exists and before any reply is judged here (see prestart)
             session.prestart([ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems])
-            keys = [(g, data, call.ex4) for call in calls for g in catalogue.geometries(call)]
-            prebuild(keys)  # the truth, built in a helper: none of it passes through this process's heap
-            for call in calls:
-                for g in catalogue.geometries(call):
-                    catalogue.build_fixture(call, g, data)
+            catalogue.build_fixtures(calls, data)
             for ex in catalogue.EXERCISES:
                 ex_calls = [c for c in calls if c.exercise == ex]
                 if ex_calls:
