@@ -405,7 +405,7 @@ def _grad_mode_check():
     now = _sequence_nr()
     if now != _SEQUENCE[0]:
         _SEQUENCE[0] = now
-        _AUTOGRAD_CALLS.append("an autograd graph (built through torch.ops, TorchScript or another route)")
+        _AUTOGRAD_CALLS.append("autograd by another route (torch.ops, TorchScript, ...): a gradient graph was built")
 
 
 def _signature(fn) -> dict:
