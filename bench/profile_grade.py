@@ -81,7 +81,7 @@ def install() -> None:
     except ImportError:  # an older checkout: built the truth in the grading process
         prebuild = None
     timed(fixture, "build", "fixture.build (truth, both geometries)")
-    timed(prebuild, "prebuild", "prebuild (the truth in a helper process, read into the arena)")
+    timed(prebuild, "finish", "waiting for the truth helper (forked before the sandboxes), read into the arena")
     timed(corpus, "load", "  corpus.load (names; cached after the first)")
     timed(corpus.Corpus, "split", "  Corpus.split (shuffle 80/10/10)")
     timed(fixture, "autograd_truth", "  fixture.autograd_truth (loss.backward)")

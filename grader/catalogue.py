@@ -101,14 +101,24 @@ def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> f
     return fixture.build(geometry, data, ex4=call.ex4)
 
 
-def build_fixtures(calls, data: str | None) -> None:
-    """Build every fixture these calls are graded on, in both geometries, the truth in a helper process."""
-    from grader.prebuild import prebuild
+def build_fixtures(calls, data: str | None, started=None) -> None:
+    """Build every fixture these calls are graded on, in both geometries, the truth in a helper process.
 
-    prebuild([(g, data, call.ex4) for call in calls for g in geometries(call)])  # none of it on this heap
+    started: what start_fixtures() returned, if the helper was forked earlier to work while this process did.
+    """
+    from grader import prebuild
+
+    prebuild.finish(started if started is not None else start_fixtures(calls, data))  # none of it on this heap
     for call in calls:
         for g in geometries(call):
             build_fixture(call, g, data)
+
+
+def start_fixtures(calls, data: str | None):
+    """Fork the helper that builds these calls' truth; build_fixtures(..., started=) collects it."""
+    from grader import prebuild
+
+    return prebuild.start([(g, data, call.ex4) for call in calls for g in geometries(call)])
 
 
 def available(call: Call, fx: fixture.Fixture) -> list[str]:

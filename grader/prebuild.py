@@ -25,9 +25,14 @@ _DTYPES = {str(d): d for d in (torch.float32, torch.float64, torch.int64, torch.
 
 def prebuild(keys) -> None:
     """Build the fixtures of these (geometry, data, ex4) keys in a helper process and keep them here."""
+    finish(start(keys))
+
+
+def start(keys):
+    """Fork the helper that builds these fixtures, and return without waiting (finish() collects them)."""
     todo = [k for k in dict.fromkeys(keys) if k not in fixture._BUILT]
     if not todo or sys.platform != "linux" or not hasattr(os, "fork"):
-        return
+        return None
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the helper: build, send, exit
@@ -42,6 +47,14 @@ def prebuild(keys) -> None:
         finally:
             os._exit(code)
     os.close(w)
+    return pid, r, todo
+
+
+def finish(started) -> None:
+    """Read what the helper start() forked has built into place, and reap it."""
+    if started is None:
+        return
+    pid, r, todo = started
     try:
         built = _receive(r, todo)
     except (OSError, ValueError, EOFError):

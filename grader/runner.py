@@ -308,9 +308,10 @@ def grade(
     items: list[ItemResult] = []
     with jail.held():
         try:
-            # every child forked before the truth exists and before any reply is judged here (see prestart)
+            started = catalogue.start_fixtures(calls, data)  # the truth, built in a helper while the children fork
+            # every child forked before the truth exists here and before any reply is judged (see prestart)
             session.prestart([ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems])
-            catalogue.build_fixtures(calls, data)
+            catalogue.build_fixtures(calls, data, started)
             for ex in catalogue.EXERCISES:
                 ex_calls = [c for c in calls if c.exercise == ex]
                 if ex_calls:
