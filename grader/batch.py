@@ -41,6 +41,14 @@ def _grade_one(args) -> dict:
     return with_intake(result.to_dict(), submission)
 
 
+def _warm_up():
+    """Import and warm, once here, what every grading process would otherwise import and warm for itself."""
+    from grader import runner  # noqa: F401
+    from grader.sandbox import child
+
+    child.warm_up()
+
+
 def _failed(entry, why: str, policy, data) -> dict:
     """Return the result of a student whose grading process could not finish: every item an error."""
     from grader.runner import failed_result
@@ -96,6 +104,7 @@ def grade_batch(
     torch.set_num_threads(1)  # GNU OpenMP does not survive fork; the tensors here are tiny anyway
     catalogue.use_secret(policy.secret)  # before the warm-up: workers inherit the hidden geometry's fixtures
     catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data)  # once here; workers inherit them
+    _warm_up()
     if len(todo) >= COLLAPSE_FROM:
         pages.collapse_heap()
     # the similarity check reads every file but runs no student code: it works beside the grading, in a child

@@ -145,6 +145,7 @@ def _start(task, grade_one, slot: int, tries: int, slot_uid: bool = True) -> _Ru
             os.close(r)
             if jail._LIBC is not None:
                 jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
+            jail.set_name("grade-student" if slot_uid else "grade-helper")
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             if slot_uid:
                 set_slot(slot)

@@ -335,3 +335,14 @@ def test_the_truth_is_computed_in_a_helper_never_in_the_process_that_forks_sandb
     assert all(i.status == "passed" for i in result.items)
     assert here == [], "the truth was computed in the grading process"
     assert all(arena.ARENA.holds(t) for fx in fixture._BUILT.values() for t in fx.secrets())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="process names are Linux-only")
+def test_each_process_of_the_grader_says_what_it_is_in_ps():
+    from grader.sandbox import Worker
+
+    with jail.held(), Worker(LIMITS) as worker:
+        assert worker.ask({"op": "load", "path": "ex2.py", "text": "x = 1\n"}).ok
+        assert Path(f"/proc/{worker.pid}/comm").read_text().strip() == "grade-sandbox"
+    assert pool.in_child(lambda: Path("/proc/self/comm").read_text().strip()) == "grade-student"
+    assert pool.Background(lambda: Path("/proc/self/comm").read_text().strip()).result() == "grade-helper"

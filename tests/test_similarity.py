@@ -103,3 +103,45 @@ def test_batch_lists_the_pair_with_its_functions_side_by_side(klass):
     assert json.loads((out / "summary.json").read_text())["similarity"] == sim
     page = (out / "report.html").read_text()
     assert 'class="pair"' in page and "ex4.backward" in page
+
+
+def test_overlap_counts_what_copydetects_compare_files_counts(klass):
+    from copydetect import compare_files
+
+    root, ids, *_ = klass
+    _, prints = similarity.fingerprint_class(_sources(root, ids))
+    checked = sharing = 0
+    for name in prints["copier"]:
+        fps = [prints[s][name] for s in ids if name in prints[s] and prints[s][name].token_coverage]
+        for x in fps:
+            for y in fps:
+                tokens, sims, _ = compare_files(x, y)
+                assert similarity.overlap(x, y) == (tokens, sims), name
+                checked, sharing = checked + 1, sharing + bool(tokens)
+    assert checked > 5000 and sharing > 500, (checked, sharing)  # the class shares code, not only empty overlaps
+
+
+def test_the_class_totals_give_every_pairs_own_score(klass):
+    root, ids, *_ = klass
+    sources = _sources(root, ids)
+    chunks, prints = similarity.fingerprint_class(sources)
+    students = sorted(sources)
+    brute = {
+        (a, b): similarity._compare(a, b, prints[a], prints[b], chunks)
+        for i, a in enumerate(students)
+        for b in students[i + 1 :]
+    }
+    result = similarity.compare_class(sources)
+    assert result.max_score == max(p.score for p in brute.values())
+    saved = similarity.THRESHOLD, similarity.MIN_OVERLAP
+    for threshold, least in ((0.3, 100), (0.5, 0), (0.0, 300)):
+        similarity.THRESHOLD, similarity.MIN_OVERLAP = threshold, least
+        try:
+            listed = similarity.compare_class(sources).pairs
+        finally:
+            similarity.THRESHOLD, similarity.MIN_OVERLAP = saved
+        expected = [p for p in brute.values() if p.score >= threshold and p.overlap >= least]
+        assert [p.to_dict() for p in listed] == [
+            p.to_dict() for p in sorted(expected, key=lambda p: (-p.score, p.a, p.b))
+        ]
+        assert 0 < len(listed) < len(brute), (threshold, least)

@@ -11,11 +11,14 @@ Every k-gram is kept (window 1), so the result does not depend on Python's per-p
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import math
+import operator
 from dataclasses import dataclass, field
 
-from copydetect import CodeFingerprint, compare_files
+import numpy as np
+from copydetect import CodeFingerprint
 from copydetect.utils import get_token_coverage
 
 from grader.intake.read import STUBS
@@ -152,8 +155,8 @@ def _stub_hashes() -> dict[str, set]:
     return stub
 
 
-def compare_class(sources: dict[str, dict[str, str]]) -> Similarity:
-    """Compare every pair of students function by function; return the pairs at or above THRESHOLD."""
+def fingerprint_class(sources: dict[str, dict[str, str]]) -> tuple[dict, dict]:
+    """Return each student's functions' code and their fingerprints, without the stub's and the common ones."""
     students = sorted(sources)
     chunks = {s: {} for s in students}
     for s in students:
@@ -175,22 +178,38 @@ def compare_class(sources: dict[str, dict[str, str]]) -> Similarity:
     for (name, _), fp in by_text.items():
         _drop(fp, {h for h, c in frequency[name].items() if c >= common_at})
     prints = {s: {name: by_text[(name, code)] for name, code in chunks[s].items()} for s in students}
+    return chunks, prints
+
+
+def compare_class(sources: dict[str, dict[str, str]]) -> Similarity:
+    """Compare every pair of students function by function; return the pairs at or above THRESHOLD."""
+    students = sorted(sources)
+    chunks, prints = fingerprint_class(sources)
     memo: dict = {}  # and compare each pair of distinct texts once
 
     def compare(x, y):
         key = (id(x), id(y))
         if key not in memo:
-            memo[key] = compare_files(x, y)
+            memo[key] = overlap(x, y)
         return memo[key]
 
-    pairs, compared, top = [], 0, 0.0
-    for i, a in enumerate(students):
-        for b in students[i + 1 :]:
-            compared += 1
-            pair = _compare(a, b, prints[a], prints[b], chunks, compare)
-            top = max(top, pair.score)
-            if pair.score >= THRESHOLD and pair.overlap >= MIN_OVERLAP:
-                pairs.append(pair)
+    shared, covered = _totals(students, prints, compare)
+    n = len(students)
+    upper = np.triu(np.ones((n, n), dtype=bool), 1)
+    ratio = np.divide(shared, covered, out=np.zeros((n, n)), where=covered > 0)
+    top = 0.0
+    if n > 1:  # round() is monotonic: the largest rounded score is the largest score, rounded as _compare does
+        i, j = np.unravel_index(np.argmax(np.where(upper, ratio, -1.0)), ratio.shape)
+        top = max(top, round(float(shared[i, j]) / float(covered[i, j]), 4) if covered[i, j] else 0.0)
+    # only pairs that could reach the threshold after rounding are compared again, function by function
+    maybe = upper & (ratio >= THRESHOLD - 1e-4) & (shared >= MIN_OVERLAP)
+    pairs = []
+    for i, j in zip(*np.nonzero(maybe), strict=True):
+        a, b = students[i], students[j]
+        pair = _compare(a, b, prints[a], prints[b], chunks, compare)
+        if pair.score >= THRESHOLD and pair.overlap >= MIN_OVERLAP:
+            pairs.append(pair)
+    compared = n * (n - 1) // 2
     pairs.sort(key=lambda p: (-p.score, p.a, p.b))
     settings = {
         "k": K,
@@ -203,7 +222,75 @@ def compare_class(sources: dict[str, dict[str, str]]) -> Similarity:
     return Similarity(pairs, compared, round(top, 4), settings)
 
 
-def _compare(a: str, b: str, fa: dict, fb: dict, chunks: dict, compare=compare_files) -> Pair:
+def _totals(students: list[str], prints: dict, compare) -> tuple[np.ndarray, np.ndarray]:
+    """Return two (n, n) matrices: [a, b] = the characters a shares with b, and their comparable characters.
+
+    Both are _compare's sums over the functions the two students wrote, for a < b. The comparable characters of
+    one function are the smaller of its two coverages. Only functions that share a fingerprint overlap, and an
+    index of which students hold each fingerprint finds those without comparing the other ~80% of pairs.
+    """
+    n = len(students)
+    shared = np.zeros((n, n), dtype=np.int64)
+    covered = np.zeros((n, n), dtype=np.int64)
+    for name in sorted({name for s in students for name in prints[s]}):
+        have = [(i, prints[s][name]) for i, s in enumerate(students) if name in prints[s]]
+        have = [(i, fp) for i, fp in have if fp.token_coverage]
+        coverage = np.zeros(n, dtype=np.int64)
+        holders: dict[int, int] = {}  # fingerprint -> the students holding it, as bits of an int
+        for i, fp in have:
+            coverage[i] = int(fp.token_coverage)
+            for h in fp.hashes:
+                holders[h] = holders.get(h, 0) | 1 << i
+        covered += np.minimum.outer(coverage, coverage)
+        sharers: dict[int, int] = {}  # many students write the same text: look its fingerprints up once
+        for i, x in have:
+            if id(x) not in sharers:
+                sharers[id(x)] = functools.reduce(operator.or_, (holders[h] for h in x.hashes), 0)
+            later = sharers[id(x)] >> (i + 1)
+            while later:
+                low = later & -later
+                j = i + low.bit_length()
+                later ^= low
+                y = prints[students[j]][name]
+                tokens = compare(x, y)[0]
+                shared[i, j] += int(min(int(tokens), x.token_coverage, y.token_coverage))
+    return shared, covered
+
+
+def _masks(fp: CodeFingerprint) -> dict[int, int]:
+    """Return, per fingerprint hash, the characters its k-grams cover in fp's filtered code, as bits of an int."""
+    masks = getattr(fp, "_grader_masks", None)
+    if masks is None:
+        run = (1 << fp.k) - 1
+        masks = {}
+        for h, where in fp.hash_idx.items():
+            bits = 0
+            for i in where:
+                bits |= run << int(i)
+            masks[h] = bits
+        fp._grader_masks = masks
+    return masks
+
+
+def overlap(x: CodeFingerprint, y: CodeFingerprint) -> tuple:
+    """Return copydetect's compare_files(x, y)[:2]: overlapping characters of x, and each side's share of them.
+
+    compare_files merges the k-grams both share into slices and sums their lengths, with numpy calls on small
+    arrays, ~180 us a pair. The same number is the size of the union of the shared k-grams' spans, counted here
+    as the set bits of one OR: ~10 us. tests/test_similarity.py pins the equality over a class's pairs.
+    """
+    shared = x.hashes & y.hashes
+    if not shared:
+        return 0, (0, 0)
+    mx, my = _masks(x), _masks(y)
+    tokens_x = functools.reduce(operator.or_, (mx[h] for h in shared)).bit_count()
+    tokens_y = functools.reduce(operator.or_, (my[h] for h in shared)).bit_count()
+    share_x = tokens_x / x.token_coverage if x.token_coverage else 0
+    share_y = tokens_y / y.token_coverage if y.token_coverage else 0
+    return tokens_x, (share_x, share_y)
+
+
+def _compare(a: str, b: str, fa: dict, fb: dict, chunks: dict, compare=overlap) -> Pair:
     overlap, coverage, shown = 0, 0, []
     for name in sorted(set(fa) & set(fb)):
         x, y = fa[name], fb[name]
@@ -212,7 +299,7 @@ def _compare(a: str, b: str, fa: dict, fb: dict, chunks: dict, compare=compare_f
         coverage += int(min(x.token_coverage, y.token_coverage))
         if not x.hashes & y.hashes:
             continue
-        tokens, (sim_a, sim_b), _ = compare(x, y)
+        tokens, (sim_a, sim_b) = compare(x, y)[:2]
         tokens = int(min(int(tokens), x.token_coverage, y.token_coverage))
         overlap += tokens
         sim = round(float(min(1.0, max(sim_a, sim_b))), 4)

@@ -425,6 +425,7 @@ def _signature(fn) -> dict:
 def child_main(req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bool, jail_path: str | None):
     """Become a sandbox: close everything inherited, scrub the answers, enter the jail, then serve requests."""
     gc.freeze()  # the inherited heap is never collected here: a full collection would walk all of torch
+    jail.set_name("grade-sandbox")
     os.setsid()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)

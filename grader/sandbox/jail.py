@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NAME, PR_SET_NO_NEW_PRIVS = 1, 4, 15, 38
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SANDBOX_UID_BASE = 2_100_000_000  # uid of slot k is SANDBOX_UID_BASE + k: far above any real account
 IPC_LIMITS = ("shmmax", "shmall", "shmmni", "msgmni")
@@ -177,6 +177,12 @@ def held():
 
 def is_root() -> bool:
     return hasattr(os, "getuid") and os.getuid() == 0
+
+
+def set_name(name: str) -> None:
+    """Name this process as `ps` and `top` show it (at most 15 bytes), so each of the grader's roles is told apart."""
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
 
 
 def _unshare(flags: int) -> bool:
