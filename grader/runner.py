@@ -311,6 +311,8 @@ def grade(
             started = catalogue.start_fixtures(calls, data)  # the truth, built in a helper while the children fork
             # every child forked before the truth exists here and before any reply is judged (see prestart)
             session.prestart([ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems])
+            # read, not run: the scan fills the wait for the truth
+            flags = [f.to_dict() for ex in sorted(sources) for f in internals.scan(ex, sources[ex].text)]
             catalogue.build_fixtures(calls, data, started)
             for ex in catalogue.EXERCISES:
                 ex_calls = [c for c in calls if c.exercise == ex]
@@ -320,7 +322,6 @@ def grade(
             session.close_all()
             reap(wait=True)
     result = SubmissionResult(name or submission.name, items)
-    flags = [f.to_dict() for ex in sorted(sources) for f in internals.scan(ex, sources[ex].text)]
     if flags:
         result.extra["flags"] = {"private_internals": flags}
     policy.apply(result)  # points per item and exercise

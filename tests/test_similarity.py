@@ -145,3 +145,12 @@ def test_the_class_totals_give_every_pairs_own_score(klass):
             p.to_dict() for p in sorted(expected, key=lambda p: (-p.score, p.a, p.b))
         ]
         assert 0 < len(listed) < len(brute), (threshold, least)
+
+
+def test_copydetect_is_imported_without_matplotlib_which_still_imports_after():
+    code = (
+        "import sys; import grader.reports.similarity as s; assert 'matplotlib' not in sys.modules; "
+        "s._copydetect.CodeFingerprint; import matplotlib.pyplot as plt; assert callable(plt.plot); print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
