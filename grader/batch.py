@@ -25,8 +25,8 @@ class BatchNeedsLinux(RuntimeError):
     """`grade batch` was run on a platform without fork and namespaces."""
 
 
-# Huge pages take 0.2-0.4 s to make and save ~10 ms of kernel time per student (five forks and exits each):
-# worth it from about 50 students on (bench/README.md)
+# Huge pages take 0.2-0.4 s to make (while the first student is graded) and save ~10 ms of kernel time per
+# student (five forks and exits each): worth it from about 50 students on (bench/README.md)
 COLLAPSE_FROM = 100
 PER_STUDENT_TIMEOUTS = 40  # a grading process may take this many per-call timeouts in all
 
@@ -102,11 +102,12 @@ def grade_batch(
         )
     ]
     torch.set_num_threads(1)  # GNU OpenMP does not survive fork; the tensors here are tiny anyway
-    catalogue.use_secret(policy.secret)  # before the warm-up: workers inherit the hidden geometry's fixtures
-    catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data)  # once here; workers inherit them
+    catalogue.use_secret(policy.secret)
+    # the graded geometry's truth once here, for every grading process to inherit; each student's hidden geometry
+    # is drawn from their own files, so its truth is built by their grading process (in a helper, as `grade` does)
+    catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data, hidden=False)
     _warm_up()
-    if len(todo) >= COLLAPSE_FROM:
-        pages.collapse_heap()
+    collapse = pages.collapse_heap if len(todo) >= COLLAPSE_FROM else None  # while the first student is graded
     # the similarity check reads every file but runs no student code: it works beside the grading, in a child
     compared = pool.Background(lambda: class_similarity(entries)) if similarity else None
     bar = report.Progress(len(todo), "grading") if progress else None
@@ -116,7 +117,8 @@ def grade_batch(
         for slot in range(max(1, jobs)):  # each slot's room, made before the grading processes race to make it
             jail.jail().room(jail.sandbox_uid(slot))
         try:
-            for (entry, *_), result, why in pool.run(work, _grade_one, jobs=jobs, deadline=deadline):
+            graded = pool.run(work, _grade_one, jobs=jobs, deadline=deadline, after_first=collapse)
+            for (entry, *_), result, why in graded:
                 if result is None:
                     result = _failed(entry, why, policy, data)
                 _write_json(out / "students" / f"{entry.student}.json", result)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from grader import fixture
@@ -83,17 +84,28 @@ def select(exercises, only=None) -> list[Call]:
 _SECRET: list = [None]  # the course secret in force (see use_secret); None draws a per-run hidden geometry
 
 
+_SUBMISSION: list = [b""]  # the digest of the submission being graded (see use_submission)
+
+
 def use_secret(secret: str | None) -> None:
     """Make the hidden second geometry the one this course secret draws (None: this run's random one)."""
     _SECRET[0] = secret
 
 
-def geometries(call: Call) -> tuple[fixture.Geometry, fixture.Geometry]:
-    """Return the (graded, hidden second) geometry of a call."""
-    hidden = fixture.hidden_geometry(_SECRET[0])
-    if call.ex4:
-        return fixture.EX4_PRIMARY, hidden
-    return fixture.PRIMARY, hidden
+def use_submission(sources: dict) -> None:
+    """Draw the hidden geometry for this submission's files ({exercise: Source}): each submission its own."""
+    h = hashlib.sha256()
+    for ex in sorted(sources):
+        h.update(f"{ex}\0{len(sources[ex].text)}\0".encode() + sources[ex].text.encode("utf-8", "surrogatepass"))
+    _SUBMISSION[0] = h.digest()
+
+
+def geometries(call: Call, hidden: bool = True) -> tuple[fixture.Geometry, ...]:
+    """Return the (graded, hidden second) geometry of a call; only the graded one when hidden is false."""
+    graded = fixture.EX4_PRIMARY if call.ex4 else fixture.PRIMARY
+    if not hidden:
+        return (graded,)
+    return graded, fixture.hidden_geometry(_SECRET[0], _SUBMISSION[0])
 
 
 def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> fixture.Fixture:
@@ -101,24 +113,25 @@ def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> f
     return fixture.build(geometry, data, ex4=call.ex4)
 
 
-def build_fixtures(calls, data: str | None, started=None) -> None:
+def build_fixtures(calls, data: str | None, started=None, hidden: bool = True) -> None:
     """Build every fixture these calls are graded on, in both geometries, the truth in a helper process.
 
     started: what start_fixtures() returned, if the helper was forked earlier to work while this process did.
+    hidden: false builds only the graded geometry (a batch's, shared by every student; each hidden one is not).
     """
     from grader import prebuild
 
-    prebuild.finish(started if started is not None else start_fixtures(calls, data))  # none of it on this heap
+    prebuild.finish(started if started is not None else start_fixtures(calls, data, hidden))  # none on this heap
     for call in calls:
-        for g in geometries(call):
+        for g in geometries(call, hidden):
             build_fixture(call, g, data)
 
 
-def start_fixtures(calls, data: str | None):
+def start_fixtures(calls, data: str | None, hidden: bool = True):
     """Fork the helper that builds these calls' truth; build_fixtures(..., started=) collects it."""
     from grader import prebuild
 
-    return prebuild.start([(g, data, call.ex4) for call in calls for g in geometries(call)])
+    return prebuild.start([(g, data, call.ex4) for call in calls for g in geometries(call, hidden)])
 
 
 def available(call: Call, fx: fixture.Fixture) -> list[str]:

@@ -67,15 +67,19 @@ _RUN_KEY = secrets.token_bytes(32)  # drawn once per process; forked workers and
 
 
 @cache
-def hidden_geometry(secret: str | None = None) -> Geometry:
-    """Return the hidden second geometry (sizes and seed) that a course secret draws.
+def hidden_geometry(secret: str | None = None, submission: bytes = b"") -> Geometry:
+    """Return the hidden second geometry (sizes and seed) that a course secret draws for a submission.
 
-    Without a secret, the draw uses a key made at random once per process: every item of one run (and every
-    worker of one batch, whatever --jobs is) shares it, but the next run gets another geometry, so no fixed
-    second geometry ships with the grader. The same secret always gives the same geometry.
+    Without a secret, the draw uses a key made at random once per process: every item of one run shares it, but
+    the next run gets another geometry, so no fixed second geometry ships with the grader. The same secret
+    always gives the same geometry for the same submission (a regrade agrees). `submission` (the digest of its
+    files, see catalogue.use_submission) makes each submission's geometry its own: what one submission reads
+    of its hidden inputs (printed, or raised in a message) says nothing about the next one's, so answers for
+    the hidden geometry cannot be worked out beforehand and written into the files.
     """
     key = _RUN_KEY if secret is None else secret.encode()
-    digest = hmac.new(key, b"backprop-ninja hidden geometry v1", hashlib.sha256).digest()
+    label = b"backprop-ninja hidden geometry v1" + (b"|" + submission if submission else b"")
+    digest = hmac.new(key, label, hashlib.sha256).digest()
     sizes = {name: options[digest[k] % len(options)] for k, (name, options) in enumerate(HIDDEN_SIZES.items())}
     return Geometry(**sizes, seed=int.from_bytes(digest[8:12], "big"))
 

@@ -194,8 +194,7 @@ def to_results(
 
     Each item becomes two tests: `ex1.dC`, its verdict on the lecture's sizes (worth no points, with
     `visibility`), and `ex1.dC (hidden geometry)`, which awards the item's points only when both geometries
-    pass (with `hidden_visibility`, by default after the due date). An item checked on one geometry only
-    (ex4.training) is one test that carries its points.
+    pass (with `hidden_visibility`, by default after the due date).
     """
     _check_visibility(visibility)
     _check_visibility(hidden_visibility)
@@ -209,9 +208,6 @@ def to_results(
         number = f"{ex_no}.{per_exercise[ex]}"
         points = _num(item.get("max_score"))
         score = _num(item.get("score"))
-        if item.get("name") == "training":  # trained on the lecture's sizes only: one test, with its points
-            tests.append(_test(name, number, score, points, item, visibility))
-            continue
         lecture = _lecture_view(item)
         tests.append(_test(name, number, 0, 0, lecture, visibility))
         hidden, said = _hidden(item)

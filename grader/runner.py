@@ -303,6 +303,7 @@ def grade(
     limits = limits or Limits()
     calls = catalogue.select(exercises, only)
     wanted = {c.exercise for c in calls}
+    catalogue.use_submission(submission.sources)  # this submission's own hidden geometry
     sources = {ex: src for ex, src in submission.sources.items() if ex in wanted}
     session = Session(sources, limits)
     items: list[ItemResult] = []
@@ -383,18 +384,30 @@ def _start_call(session: Session, call: catalogue.Call, functions: dict, data) -
     if problem:
         return [_blank(call, i, data, "error", problem) for i in call.items], None
     if call.kind == "training":
-        # one request per step: a step's inputs reveal the previous step's answer, so they must not arrive early
-        steps = []
-        for k, (inputs, _) in enumerate(fx_a.steps):
-            out = session.call(call.exercise, call.function, {n: inputs[n] for n in names}, reload=k == 0)
-            steps.append(out)
-            if out.failure or out.error:
-                break
-        return [judge_training(call.items[0], steps, fx_a)], None
+        steps = _train(session, call, names, fx_a)
+        result = judge_training(call.items[0], steps, fx_a)
+        if result.status == "passed":  # the same steps on the hidden geometry, or a table of answers would pass
+            result = judge_training(call.items[0], steps, fx_a, _train(session, call, names, fx_b), fx_b)
+        return [result], None
     # both geometries in one request, each with its own deadline (neither holds this item's answer); sent only
     # once the previous call has answered, since this one's inputs hold the previous call's answer
     runs = [(_args(fx_a, call, names), call.ex4), (_args(fx_b, call, names), call.ex4)]
     return None, (fx_a, fx_b, session.send_runs(call.exercise, call.function, runs))
+
+
+def _train(session: Session, call: catalogue.Call, names, fx: fixture.Fixture) -> list[Outcome]:
+    """Feed the student's backward each training step of a fixture; stop at the first that fails to run.
+
+    One request per step: a step's inputs reveal the previous step's answer, so they must not arrive early. The
+    file is executed afresh before the first step, so nothing survives from the calls before.
+    """
+    steps = []
+    for k, (inputs, _) in enumerate(fx.steps):
+        out = session.call(call.exercise, call.function, {n: inputs[n] for n in names}, reload=k == 0)
+        steps.append(out)
+        if out.failure or out.error:
+            break
+    return steps
 
 
 def _args(fx: fixture.Fixture, call: catalogue.Call, names) -> dict:
@@ -673,8 +686,42 @@ def conclude(result: SubmissionResult, level: str = traps.DEFAULT_LEVEL) -> Subm
     return result
 
 
-def judge_training(item: catalogue.Item, steps: list[Outcome], fx) -> ItemResult:
-    """Judge ex4.training: every consecutive SGD step's gradients must match autograd's."""
+def judge_training(item: catalogue.Item, steps: list[Outcome], fx, hidden=None, fx_b=None) -> ItemResult:
+    """Judge ex4.training: every consecutive SGD step's gradients must match autograd's, on both geometries.
+
+    hidden: the outcomes of the same steps on fx_b, the hidden geometry (None when they were not run).
+    """
+    result = _judge_steps(item, steps, fx)
+    if hidden is None or result.status != "passed":
+        return result
+    autograd = sorted({c for out in hidden for c in out.autograd})
+    if autograd:
+        return _finish(result, "failed", [traps.finding("uses-autograd", calls=", ".join(autograd))])
+    how = _training_second(hidden, fx_b)
+    result.hidden = "failed" if how else "passed"
+    return _finish(result, "failed", [traps.finding("hardcoded-size", how=how)]) if how else result
+
+
+def _training_second(steps: list[Outcome], fx) -> dict | None:
+    """Return how the training steps went wrong on the hidden geometry ({level: text}, no numbers), or None."""
+    for k, out in enumerate(steps):
+        if out.failure or out.error:
+            return _second_geometry(None, out, fx)
+        if not isinstance(out.value, dict):
+            return {"diagnose": "it returned something other than a dict of gradients"}
+        for g in fixture.EX4_GRADS:
+            v, t = out.value.get(g), fx.steps[k][1][g]
+            if not isinstance(v, Returned) or v.tensor.dtype != torch.float32:
+                return {"diagnose": "it returned something other than a float32 tensor"}
+            if v.tensor.shape != t.shape:
+                return {"diagnose": "it returned the wrong shape"}
+            if not cmp.close(v.tensor, t, atol=cmp.EX4_ATOL):
+                return {"diagnose": "its values are wrong" if k == 0 else "its values drift from autograd's"}
+    return None if len(steps) == len(fx.steps) else {"diagnose": "it stopped early"}
+
+
+def _judge_steps(item: catalogue.Item, steps: list[Outcome], fx) -> ItemResult:
+    """Judge the training steps on one geometry."""
     result = ItemResult(item.id, item.exercise, item.name, "failed", [], item.points)
     worst, exact_all, drifted = 0.0, True, []
     for k, out in enumerate(steps):

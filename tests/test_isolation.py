@@ -150,6 +150,24 @@ def test_a_grading_process_that_dies_is_retried_once_then_recorded():
     assert results["hang"][0] is None and "longer than 3 s" in results["hang"][1]
 
 
+def test_work_for_later_grading_processes_runs_once_beside_the_first(monkeypatch):
+    log, start = [], pool._start
+
+    def logged_start(task, *args, **kwargs):
+        log.append(f"start {task}")
+        return start(task, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "_start", logged_start)
+    done = [
+        t
+        for t, r, _ in pool.run(
+            [1, 2, 3], lambda t: {"t": t}, jobs=2, deadline=30, after_first=lambda: log.append("after")
+        )
+    ]
+    assert sorted(done) == [1, 2, 3]
+    assert log == ["start 1", "after", "start 2", "start 3"]
+
+
 def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_not():
     for path in sorted(CORPUS.rglob("*.py")) + sorted(REFERENCE.glob("*.py")):
         assert scan("ex", path.read_text()) == (), path
@@ -346,3 +364,36 @@ def test_each_process_of_the_grader_says_what_it_is_in_ps():
         assert Path(f"/proc/{worker.pid}/comm").read_text().strip() == "grade-sandbox"
     assert pool.in_child(lambda: Path("/proc/self/comm").read_text().strip()) == "grade-student"
     assert pool.Background(lambda: Path("/proc/self/comm").read_text().strip()).result() == "grade-helper"
+
+
+def test_a_table_of_the_lecture_training_steps_fails_on_the_hidden_geometry(tmp_path):
+    from grader import fixture
+
+    lecture = fixture.build(fixture.EX4_PRIMARY, None, ex4=True)  # public: the lecture's seed, batches and steps
+    table = [
+        {g: (list(truth[g].shape), truth[g].numpy().tobytes().hex()) for g in fixture.EX4_GRADS}
+        for _, truth in lecture.steps
+    ]
+    looked_up = (
+        f"import torch\n\nTABLE = {table!r}\nSTEP = [0]\n\n\ndef backward(Xb):\n"
+        "    row = TABLE[min(STEP[0], len(TABLE) - 1)]\n    STEP[0] += 1\n"
+        "    return {g: torch.frombuffer(bytearray.fromhex(h), dtype=torch.float32).view(shape)"
+        " for g, (shape, h) in row.items()}\n"
+    )
+    table_sub = make_submission(tmp_path / "table", {"ex4.py": looked_up}, base=None)
+    reference = make_submission(tmp_path / "reference", base=REFERENCE)
+    [table_item] = grade(table_sub, ("ex4",), only=["training"], limits=LIMITS).items
+    [right] = grade(reference, ("ex4",), only=["training"], limits=LIMITS).items
+    assert (right.status, right.hidden) == ("passed", "passed")
+    assert (table_item.status, table_item.traps, table_item.hidden) == ("failed", ["hardcoded-size"], "failed")
+    assert table_item.message.startswith("Right on the lecture's fixture, but it returned the wrong shape")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/self/fd is Linux-only")
+def test_grading_again_and_again_leaks_no_descriptor(tmp_path):
+    sub = make_submission(tmp_path / "sub", base=REFERENCE)  # e.g. check() run again and again in one kernel
+    grade(sub, ("ex2",), limits=LIMITS)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        grade(sub, ("ex2", "ex3"), limits=LIMITS)
+    assert len(os.listdir("/proc/self/fd")) == before

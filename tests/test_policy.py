@@ -159,13 +159,27 @@ def test_grade_uses_the_policy(tmp_path):
     assert [(i.id, i.status, i.max_score, i.score) for i in result.items] == [("ex2.dlogits", "passed", 7.0, 7.0)]
     assert result.items[0].hidden == "passed"
     call = catalogue.select(("ex2",))[0]
-    assert catalogue.geometries(call)[1] == fixture.hidden_geometry("correct horse battery staple")
+    drawn = catalogue._SUBMISSION[0]  # the digest of this submission's files
+    assert drawn and catalogue.geometries(call)[1] == fixture.hidden_geometry("correct horse battery staple", drawn)
     grade(sub, ("ex2",))
-    assert catalogue.geometries(call)[1] == fixture.hidden_geometry()
+    assert catalogue.geometries(call)[1] == fixture.hidden_geometry(None, drawn)
+
+
+def test_each_submission_draws_its_own_hidden_geometry_and_a_regrade_the_same(tmp_path):
+    from grader.intake import read_submission
+
+    secret = "correct horse battery staple"
+    drawn = []
+    for k, text in enumerate(["x = 1\n", "x = 2\n", "x = 1\n"]):
+        sub = make_submission(tmp_path / f"sub{k}", {"ex2.py": text}, base=None)
+        catalogue.use_submission(read_submission(sub).sources)
+        drawn.append(fixture.hidden_geometry(secret, catalogue._SUBMISSION[0]))
+    assert drawn[0] == drawn[2] != drawn[1]  # what one submission reads of its hidden inputs is not the next one's
+    assert drawn[0] != fixture.hidden_geometry(secret)
 
 
 def _only_for(secret: str) -> str:
-    """Return an ex2 that is right on the lecture's sizes and on the hidden geometry of one secret only."""
+    """Return an ex2 right on the lecture's sizes and on the sizes one secret alone draws (no submission's)."""
     n = fixture.hidden_geometry(secret).n
     return f'''
 import torch.nn.functional as F
@@ -217,13 +231,16 @@ def test_course_toml_changes_points_level_and_hidden_geometry_in_a_batch(tmp_pat
     book = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open())}
     assert book["ada"]["max_score"] == "42" and book["ada"]["ex2"] == "5"  # 13 + 5 + 4 + 20
     assert book["tanh"]["ex1"] == "12.5"  # 25 of 26 items at half a point
-    assert _item(students["fish"], "ex2.dlogits")["status"] == "passed"  # right on secret a's sizes
     assert _item(students["ada"], "ex2.dlogits")["max_score"] == 5
+    # sizes fished out of secret a are not what a submission is graded on: its hidden geometry is its own
+    fish = _item(students["fish"], "ex2.dlogits")
+    assert (fish["status"], fish["traps"]) == ("failed", ["hardcoded-size"])
 
     course.write_text(COURSE.replace("correct horse battery staple", b))
     students_b = _batch(subs, tmp_path / "out-b")
     fish = _item(students_b["fish"], "ex2.dlogits")
-    assert (fish["status"], fish["traps"]) == ("failed", ["hardcoded-size"])  # secret b's sizes catch it
+    assert (fish["status"], fish["traps"]) == ("failed", ["hardcoded-size"])
+    assert _item(students_b["ada"], "ex2.dlogits")["status"] == "passed"
 
     said = _item(students["tanh"], "ex1.dhpreact")
     assert said["traps"] == ["tanh-preact"]
@@ -262,3 +279,18 @@ def test_cli_names_a_bad_course_toml(tmp_path):
     _write(tmp_path, "level = 3\n")  # found beside the submission folder without --course
     result = CliRunner().invoke(main, ["ex2", "--submission", str(sub)])
     assert result.exit_code == 2 and "level = 3 is not one of" in result.output
+
+
+def test_sizes_read_out_of_one_submission_do_not_fit_the_next(tmp_path):
+    from grader.runner import grade
+
+    secret = Policy(secret="correct horse battery staple")
+    probe = make_submission(tmp_path / "probe", {"ex2.py": (REFERENCE / "ex2.py").read_text()}, base=None)
+    assert grade(probe, ("ex2",), policy=secret).items[0].hidden == "passed"
+    # whatever the probe's code saw of its hidden inputs (a print, an exception's text), these were its sizes:
+    fished = fixture.hidden_geometry(secret.secret, catalogue._SUBMISSION[0]).n
+    ex2 = _only_for(secret.secret).replace(f"(32, {fixture.hidden_geometry(secret.secret).n})", f"(32, {fished})")
+    assert f"(32, {fished})" in ex2
+    fish = make_submission(tmp_path / "fish", {"ex2.py": ex2}, base=None)
+    [item] = grade(fish, ("ex2",), policy=secret).items
+    assert (item.status, item.traps) == ("failed", ["hardcoded-size"])  # its own files drew other sizes

@@ -213,6 +213,7 @@ def scrub_secrets():
     from grader import catalogue, fixture, policy
 
     catalogue._SECRET[0] = None  # the secret and the run's key draw the hidden geometry: the child needs neither
+    catalogue._SUBMISSION[0] = b""
     fixture._RUN_KEY = b""
     fixture.hidden_geometry.cache_clear()
     policy.wipe_secrets()  # the course's Policy, held by frames up this child's inherited stack

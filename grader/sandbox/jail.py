@@ -229,7 +229,9 @@ def fork_child() -> tuple[int, bool]:
     if _LIBC is None:
         return os.fork(), False
     if is_root():
-        forker = _FORKER.setdefault(os.getpid(), PidNamespaceForker())
+        forker = _FORKER.get(os.getpid())
+        if forker is None:  # one per process: each holds a descriptor of this process's own PID namespace
+            forker = _FORKER[os.getpid()] = PidNamespaceForker()
         if forker.own is not None:
             return forker.fork()
     return _fork_through_helper()
