@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from grader import catalogue, pool, report
+from grader import catalogue, pool, prebuild, report
 from grader.intake import Entry, Skipped, discover, read_entry, with_intake  # noqa: F401 (re-exported)
 from grader.policy import Policy, grade_kwargs
 from grader.reports import EmptyClassError, class_similarity, write_outputs
@@ -104,12 +104,18 @@ def grade_batch(
     torch.set_num_threads(1)  # GNU OpenMP does not survive fork; the tensors here are tiny anyway
     catalogue.use_secret(policy.secret)
     # the graded geometry's truth once here, for every grading process to inherit; each student's hidden geometry
-    # is drawn from their own files, so its truth is built by their grading process (in a helper, as `grade` does)
+    # is drawn from their own files, and the truth server (forked now, before any student's data) builds its truth
     catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data, hidden=False)
     _warm_up()
     collapse = pages.collapse_heap if len(todo) >= COLLAPSE_FROM else None  # while the first student is graded
+    server = prebuild.serve()
     # the similarity check reads every file but runs no student code: it works beside the grading, in a child
-    compared = pool.Background(lambda: class_similarity(entries)) if similarity else None
+    try:
+        compared = pool.Background(lambda: class_similarity(entries)) if similarity else None
+    except BaseException:
+        if server is not None:
+            server.close()
+        raise
     bar = report.Progress(len(todo), "grading") if progress else None
     work = [(e, limits, data, policy) for e in todo]
     deadline = limits.timeout * PER_STUDENT_TIMEOUTS + 120  # a bound no honest submission comes near
@@ -130,6 +136,8 @@ def grade_batch(
                 compared.kill()
             raise
         finally:
+            if server is not None:
+                server.close()
             if bar:
                 bar.close()
     manifest = {k: manifest[k] for k in sorted(manifest) if k in digests}

@@ -29,7 +29,8 @@ EX4_FORWARD_NAMES = "emb embcat hprebn bnmean bnvar bnvar_inv bnraw hpreact h lo
 EX4_GRADS = tuple("d" + p for p in PARAM_NAMES)
 
 BN_EPS = 1e-5
-TRAINING_STEPS = 4  # consecutive SGD steps checked by ex4.training
+TRAINING_STEPS = 4  # consecutive SGD steps checked by ex4.training on the lecture's sizes
+HIDDEN_TRAINING_STEPS = 2  # ... and on a hidden geometry: two show sizes and state carried between steps
 TRAINING_LR = 0.1
 
 
@@ -315,7 +316,7 @@ def build(g: Geometry, data: str | None = None, ex4: bool = False) -> Fixture:
         fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, arena.seal_all(truth))
         # ex4.training: consecutive SGD steps driven by autograd; the student is fed each step's forward
         p = {k: v.clone() for k, v in params.items()}
-        for _ in range(TRAINING_STEPS):
+        for _ in range(TRAINING_STEPS if g == EX4_PRIMARY else HIDDEN_TRAINING_STEPS):
             xs, ys = sample_batch(examples, g.n, batch_gen)
             _, inputs, grads = _ex4_inputs(p, xs, ys)
             fx.steps.append((arena.seal_all(inputs), arena.seal_all(grads)))

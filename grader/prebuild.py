@@ -9,9 +9,12 @@ tensors. No byte of the truth is ever in a Python object of this process.
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import json
 import os
 import signal
+import socket
 import struct
 import sys
 
@@ -30,10 +33,17 @@ def prebuild(keys) -> None:
 
 
 def start(keys):
-    """Fork the helper that builds these fixtures, and return without waiting (finish() collects them)."""
+    """Ask for these fixtures to be built elsewhere, and return without waiting (finish() collects them).
+
+    Where a batch runs a truth server (serve()), it builds them; otherwise a helper is forked for them.
+    """
     todo = [k for k in dict.fromkeys(keys) if k not in fixture._BUILT]
     if not todo or sys.platform != "linux" or not hasattr(os, "fork"):
         return None
+    return _ask(_SERVER[0], todo) if _SERVER[0] is not None else _fork_helper(todo)
+
+
+def _fork_helper(todo):
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the helper: build, send, exit
@@ -53,7 +63,7 @@ def start(keys):
 
 
 def finish(started) -> None:
-    """Read what the helper start() forked has built into place, and reap it."""
+    """Read what start() asked for into place (and reap the helper it forked)."""
     if started is None:
         return
     pid, r, todo = started
@@ -63,9 +73,104 @@ def finish(started) -> None:
         built = None
     finally:
         os.close(r)
-        os.waitpid(pid, 0)
+        if pid is not None:
+            os.waitpid(pid, 0)
+    if built is None and pid is None:  # the truth server failed: a helper of our own, as without one
+        return finish(_fork_helper(todo))
     if built is not None:
         fixture._BUILT.update(built)  # otherwise fixture.build() computes them here, as before
+
+
+# -- the truth server ---------------------------------------------------------------------------------------------
+# `grade batch` draws each student's hidden geometry from their files, so each grading process needs truth of its
+# own. A helper forked per student costs ~25 ms of CPU (the fork, its page faults, its exit) for ~7 ms of building;
+# one server per batch, forked from the scheduler before any student's data, builds for every grading process.
+# It never forks and never runs student code, so what building leaves in its memory reaches no sandbox.
+
+_SERVER: list = [None]  # the socket to the truth server, in the scheduler and the grading processes it forks
+_PIPE_SIZE = 1 << 20  # a reply fits in the pipe: the server never waits for a grading process to read
+
+
+class Server:
+    """The truth server of a batch: serve() starts it, close() stops it."""
+
+    def __init__(self, pid: int, sock: socket.socket):
+        self.pid, self.sock = pid, sock
+
+    def close(self) -> None:
+        """Stop the server and forget it."""
+        _SERVER[0] = None
+        self.sock.close()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):  # already gone, and reaped
+            pass
+
+
+def serve() -> Server | None:
+    """Fork the truth server; processes forked from here on ask it (start()) instead of forking helpers."""
+    if sys.platform != "linux" or not hasattr(socket, "send_fds"):
+        return None
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:  # the server: build what is asked, until the batch ends
+        code = 0
+        try:
+            ours.close()
+            if jail._LIBC is not None:
+                jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
+            jail.set_name("grade-truth")
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            torch.set_num_threads(1)
+            _serve(theirs)
+        except BaseException:  # noqa: B036 - each grading process then forks a helper of its own
+            code = 70
+        finally:
+            os._exit(code)
+    theirs.close()
+    _SERVER[0] = ours
+    return Server(pid, ours)
+
+
+def _ask(sock: socket.socket, todo):
+    """Send the server a request with the write end of a fresh pipe; return what finish() reads the reply from."""
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+    except (OSError, AttributeError):  # the server then waits for finish() to read, no more
+        pass
+    request = json.dumps([[dataclasses.asdict(g), data, ex4] for g, data, ex4 in todo]).encode()
+    try:
+        socket.send_fds(sock, [request], [w])
+    except OSError:
+        os.close(r)
+        return _fork_helper(todo)
+    finally:
+        os.close(w)  # the server holds its own copy: if it dies, finish() reads the end of the pipe
+    return None, r, todo
+
+
+def _serve(sock: socket.socket) -> None:
+    public = dict(fixture._BUILT)  # what the batch built before forking: kept; what is built here is not
+    while True:
+        request, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
+        if not request:
+            return  # every grading process and the scheduler have let go of their end
+        for extra in fds[1:]:
+            os.close(extra)
+        if not fds:
+            continue
+        try:
+            keys = [(fixture.Geometry(**g), data, bool(ex4)) for g, data, ex4 in json.loads(request)]
+            arena.ARENA = arena.Arena()  # this request's truth, unmapped once sent
+            _send(fds[0], [fixture.build(*k) for k in keys])
+        except (OSError, ValueError, TypeError):  # a grading process that died before reading, or a bad request
+            pass
+        finally:
+            os.close(fds[0])
+            fixture._BUILT.clear()
+            fixture._BUILT.update(public)
 
 
 def _entries(fx: fixture.Fixture):

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from grader import pool
 from grader.runner import grade
@@ -397,3 +398,55 @@ def test_grading_again_and_again_leaks_no_descriptor(tmp_path):
     for _ in range(3):
         grade(sub, ("ex2", "ex3"), limits=LIMITS)
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the truth server is Linux-only")
+def test_the_truth_server_builds_what_a_helper_would_and_a_dead_one_costs_nothing(monkeypatch):
+    from grader import fixture, prebuild
+
+    keys = [(fixture.hidden_geometry("a course secret", bytes([k])), None, k == 1) for k in range(3)]
+    monkeypatch.setattr(fixture, "_BUILT", {})
+    prebuild.prebuild(keys[:2])  # a helper of its own: what the server must match
+    helper = {k: fixture._BUILT.pop(k) for k in keys[:2]}
+    forked, real = [], prebuild._fork_helper
+    monkeypatch.setattr(prebuild, "_fork_helper", lambda todo: forked.append(1) or real(todo))
+    server = prebuild.serve()
+    try:
+        prebuild.prebuild(keys[:2])
+        assert forked == [], "a helper was forked although the server was up"
+        for k in keys[:2]:
+            a, b = helper[k], fixture._BUILT[k]
+            assert len(a.steps) == len(b.steps) == (fixture.HIDDEN_TRAINING_STEPS if k[2] else 0)
+            assert all(torch.equal(x, y) for x, y in zip(a.secrets(), b.secrets(), strict=True))
+            assert torch.equal(a.Xb, b.Xb) and all(torch.equal(a.params[p], b.params[p]) for p in a.params)
+        os.kill(server.pid, signal.SIGKILL)
+        os.waitpid(server.pid, 0)
+        prebuild.prebuild(keys[2:])  # the server is gone: a helper builds it, and nothing is built here
+        assert forked == [1] and keys[2] in fixture._BUILT
+    finally:
+        server.close()
+    assert prebuild._SERVER == [None]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="grade batch needs Linux")
+def test_a_batch_builds_every_hidden_truth_in_its_server_not_in_helpers(tmp_path, monkeypatch):
+    from grader import prebuild
+    from grader.batch import grade_batch
+
+    marker = tmp_path / "forked"
+    real = prebuild._fork_helper
+
+    def fork_helper(todo):
+        with marker.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(todo)
+
+    monkeypatch.setattr(prebuild, "_fork_helper", fork_helper)  # the grading processes inherit it
+    subs = tmp_path / "subs"
+    for name in ("ada", "ben"):
+        make_submission(subs / name, {"ex2.py": (REFERENCE / "ex2.py").read_text() + f"# {name}\n"}, base=None)
+    summary = grade_batch(subs, tmp_path / "out", jobs=2, limits=LIMITS, progress=False, similarity=False)
+    assert summary["items"]["ex2.dlogits"]["passed"] == 2
+    forked_by = set(marker.read_text().split()) if marker.exists() else set()
+    assert forked_by <= {str(os.getpid())}, "a grading process forked a helper"  # the lecture's truth, here
+    assert prebuild._SERVER == [None]
