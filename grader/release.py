@@ -18,6 +18,15 @@ _MAX_SCAN_BYTES = 8 << 20
 TORCH_VERSION = "2.13.0"  # the torch the project is tested with; the bundle and setup.sh pin it
 STUB_FILES = ("ex1.py", "ex2.py", "ex3.py", "ex4.py")
 
+
+def student_readme() -> str:
+    """Return the bundle's README, with the torch version and the modules the sandbox lets a submission import."""
+    from grader.sandbox.child import ALLOWED_IMPORTS
+
+    imports = ", ".join(f"`{name}`" for name in ALLOWED_IMPORTS if name != "__future__")
+    return STUDENT_README.replace("{torch}", TORCH_VERSION).replace("{imports}", imports)
+
+
 STUDENT_README = """\
 # Becoming a backprop ninja: the exercises and their grader
 
@@ -41,15 +50,16 @@ exercise 1 the true gradient `d<var>` of any variable that comes earlier in back
 | `exercises/ex3.py` | the BatchNorm backward pass, in one go |
 | `exercises/ex4.py` | the whole backward pass, used to train the network for a few steps |
 
-A function that still raises `NotImplementedError` is reported as `not_attempted`, not as an error.
+A function that still raises `NotImplementedError` is reported as `todo` (`not_attempted` in `--json`),
+not as an error.
 
 Prefer the lecture's notebook layout? Open `backprop_ninja.ipynb` (in Jupyter, or upload it to Colab
 after `pip install` of this folder), fill in the empty cell of each exercise, and run the `check()` cell
 after it: it grades the cells you have run, in the same sandbox, and shows the table inline. You can also
 grade the saved notebook from a terminal with `grade all --submission backprop_ninja.ipynb`.
 
-Your code may import only `torch`, `torch.nn.functional` and `math`, and it must not use autograd
-(`.backward()`, `torch.autograd.grad`, ...): autograd is what you are checked against.
+Your code may import only these modules: {imports}. It must not use autograd (`.backward()`,
+`torch.autograd.grad`, ...): autograd is what you are checked against.
 
 ## Install
 
@@ -88,7 +98,7 @@ lecture's 200,000 steps, which takes a while.
 There is one row per graded gradient, named like `ex1.dC` (exercise 1, the gradient of `C`).
 
 - **status**: `passed`, `failed`, `error` (your code raised an exception; the message shows your line),
-  `timeout` (it ran too long) or `not_attempted`.
+  `timeout` (it ran too long) or `todo` (still the stub).
 - **exact**: your tensor equals autograd's bit for bit.
 - **approx**: it is within `torch.allclose`'s default tolerance of autograd's. An item passes when
   its shape is exactly right and it is approximately equal; bitwise equality is not required.
@@ -337,7 +347,7 @@ def build_release(outdir: Path, project_root: Path, policy=None) -> Path:
             (staging / "exercises" / name).write_bytes(source)
         shutil.copytree(project_root / "grader", staging / "grader", ignore=_ignore)  # every subpackage
         shutil.copy2(project_root / "pyproject.toml", staging / "pyproject.toml")
-        (staging / "README.md").write_text(STUDENT_README.replace("{torch}", TORCH_VERSION), encoding="utf-8")
+        (staging / "README.md").write_text(student_readme(), encoding="utf-8")
         from grader.notebook.student import write_student_notebook
 
         write_student_notebook(staging)  # backprop_ninja.ipynb: the lecture's layout, a check() after each exercise
