@@ -13,6 +13,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -68,6 +69,8 @@ def finish(started) -> None:
         return
     pid, r, todo = started
     try:
+        if pid is None and not select.select([r], [], [], SERVER_WAIT)[0]:
+            raise TimeoutError  # a server that stopped answering: a helper of our own builds it
         built = _receive(r, todo)
     except (OSError, ValueError, EOFError):
         built = None
@@ -89,6 +92,7 @@ def finish(started) -> None:
 
 _SERVER: list = [None]  # the socket to the truth server, in the scheduler and the grading processes it forks
 _PIPE_SIZE = 1 << 20  # a reply fits in the pipe: the server never waits for a grading process to read
+SERVER_WAIT = 60.0  # seconds a grading process waits for the server's answer (it takes milliseconds)
 
 
 class Server:

@@ -404,7 +404,7 @@ def test_grading_again_and_again_leaks_no_descriptor(tmp_path):
 def test_the_truth_server_builds_what_a_helper_would_and_a_dead_one_costs_nothing(monkeypatch):
     from grader import fixture, prebuild
 
-    keys = [(fixture.hidden_geometry("a course secret", bytes([k])), None, k == 1) for k in range(3)]
+    keys = [(fixture.hidden_geometry("a course secret", bytes([k])), None, k == 1) for k in range(4)]
     monkeypatch.setattr(fixture, "_BUILT", {})
     prebuild.prebuild(keys[:2])  # a helper of its own: what the server must match
     helper = {k: fixture._BUILT.pop(k) for k in keys[:2]}
@@ -414,6 +414,11 @@ def test_the_truth_server_builds_what_a_helper_would_and_a_dead_one_costs_nothin
     try:
         prebuild.prebuild(keys[:2])
         assert forked == [], "a helper was forked although the server was up"
+        os.kill(server.pid, signal.SIGSTOP)  # a server that stops answering costs one wait, then a helper
+        monkeypatch.setattr(prebuild, "SERVER_WAIT", 0.5)
+        prebuild.prebuild(keys[3:])
+        assert forked == [1] and keys[3] in fixture._BUILT
+        os.kill(server.pid, signal.SIGCONT)
         for k in keys[:2]:
             a, b = helper[k], fixture._BUILT[k]
             assert len(a.steps) == len(b.steps) == (fixture.HIDDEN_TRAINING_STEPS if k[2] else 0)
@@ -421,8 +426,8 @@ def test_the_truth_server_builds_what_a_helper_would_and_a_dead_one_costs_nothin
             assert torch.equal(a.Xb, b.Xb) and all(torch.equal(a.params[p], b.params[p]) for p in a.params)
         os.kill(server.pid, signal.SIGKILL)
         os.waitpid(server.pid, 0)
-        prebuild.prebuild(keys[2:])  # the server is gone: a helper builds it, and nothing is built here
-        assert forked == [1] and keys[2] in fixture._BUILT
+        prebuild.prebuild(keys[2:3])  # the server is gone: a helper builds it, and nothing is built here
+        assert forked == [1, 1] and keys[2] in fixture._BUILT
     finally:
         server.close()
     assert prebuild._SERVER == [None]
