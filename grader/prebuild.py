@@ -10,7 +10,6 @@ tensors. No byte of the truth is ever in a Python object of this process.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
 import os
 import select
@@ -18,6 +17,7 @@ import signal
 import socket
 import struct
 import sys
+import tempfile
 
 import torch
 
@@ -68,14 +68,20 @@ def finish(started) -> None:
     if started is None:
         return
     pid, r, todo = started
+    fds = r if pid is None else (r,)
     try:
-        if pid is None and not select.select([r], [], [], SERVER_WAIT)[0]:
-            raise TimeoutError  # a server that stopped answering: a helper of our own builds it
+        if pid is None:  # the server's answer: a file it wrote in full, then one byte on a pipe
+            reply, done = r
+            if not select.select([done], [], [], SERVER_WAIT)[0] or os.read(done, 1) != b"1":
+                raise TimeoutError  # a server that stopped answering or died: a helper of our own builds it
+            os.lseek(reply, 0, os.SEEK_SET)
+            r = reply
         built = _receive(r, todo)
     except (OSError, ValueError, EOFError):
         built = None
     finally:
-        os.close(r)
+        for fd in fds:
+            os.close(fd)
         if pid is not None:
             os.waitpid(pid, 0)
     if built is None and pid is None:  # the truth server failed: a helper of our own, as without one
@@ -91,7 +97,6 @@ def finish(started) -> None:
 # It never forks and never runs student code, so what building leaves in its memory reaches no sandbox.
 
 _SERVER: list = [None]  # the socket to the truth server, in the scheduler and the grading processes it forks
-_PIPE_SIZE = 1 << 20  # a reply fits in the pipe: the server never waits for a grading process to read
 SERVER_WAIT = 60.0  # seconds a grading process waits for the server's answer (it takes milliseconds)
 
 
@@ -138,21 +143,31 @@ def serve() -> Server | None:
 
 
 def _ask(sock: socket.socket, todo):
-    """Send the server a request with the write end of a fresh pipe; return what finish() reads the reply from."""
-    r, w = os.pipe()
-    try:
-        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
-    except (OSError, AttributeError):  # the server then waits for finish() to read, no more
-        pass
+    """Send the server a request, a file for the reply and a pipe to say it is written; finish() reads them.
+
+    The reply goes to a file, not a pipe: a pipe holds 1 MiB, a hidden geometry's truth can be more, and a
+    server blocked on one grading process that has not read yet would stall every other student's.
+    """
     request = json.dumps([[dataclasses.asdict(g), data, ex4] for g, data, ex4 in todo]).encode()
+    reply = _anonymous_file()
+    done, said = os.pipe()
     try:
-        socket.send_fds(sock, [request], [w])
+        socket.send_fds(sock, [request], [reply, said])
     except OSError:
-        os.close(r)
+        os.close(reply)
+        os.close(done)
         return _fork_helper(todo)
     finally:
-        os.close(w)  # the server holds its own copy: if it dies, finish() reads the end of the pipe
-    return None, r, todo
+        os.close(said)  # the server holds its own copy: if it dies, finish() reads the end of the pipe
+    return None, (reply, done), todo
+
+
+def _anonymous_file() -> int:
+    """Return a descriptor of a file in memory that no path names."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("grader-truth", os.MFD_CLOEXEC)
+    with tempfile.TemporaryFile() as f:
+        return os.dup(f.fileno())
 
 
 def _serve(sock: socket.socket) -> None:
@@ -161,18 +176,19 @@ def _serve(sock: socket.socket) -> None:
         request, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
         if not request:
             return  # every grading process and the scheduler have let go of their end
-        for extra in fds[1:]:
-            os.close(extra)
-        if not fds:
-            continue
         try:
+            if len(fds) != 2:
+                continue
+            reply, said = fds
             keys = [(fixture.Geometry(**g), data, bool(ex4)) for g, data, ex4 in json.loads(request)]
             arena.ARENA = arena.Arena()  # this request's truth, unmapped once sent
-            _send(fds[0], [fixture.build(*k) for k in keys])
+            _send(reply, [fixture.build(*k) for k in keys])  # into a file: never waits for a reader
+            os.write(said, b"1")  # one byte into an empty pipe: never waits either
         except (OSError, ValueError, TypeError):  # a grading process that died before reading, or a bad request
             pass
         finally:
-            os.close(fds[0])
+            for fd in fds:
+                os.close(fd)
             fixture._BUILT.clear()
             fixture._BUILT.update(public)
 

@@ -455,3 +455,34 @@ def test_a_batch_builds_every_hidden_truth_in_its_server_not_in_helpers(tmp_path
     forked_by = set(marker.read_text().split()) if marker.exists() else set()
     assert forked_by <= {str(os.getpid())}, "a grading process forked a helper"  # the lecture's truth, here
     assert prebuild._SERVER == [None]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the truth server is Linux-only")
+def test_a_grading_process_slow_to_read_its_truth_stalls_no_other(monkeypatch):
+    from grader import fixture, prebuild
+
+    monkeypatch.setattr(fixture, "_BUILT", {})
+    geometries = [fixture.hidden_geometry("a course secret", bytes([k])) for k in range(7)]
+    big = [(g, None, True) for g in geometries[:6]]  # megabytes of truth: more than a pipe holds
+    forked, real = [], prebuild._fork_helper
+    monkeypatch.setattr(prebuild, "_fork_helper", lambda todo: forked.append(1) or real(todo))
+    monkeypatch.setattr(prebuild, "SERVER_WAIT", 5.0)
+    server = prebuild.serve()
+    try:
+        slow = prebuild.start(big)  # asked, and not read yet (its student's code is still being scanned, say)
+        started = time.monotonic()
+        prebuild.prebuild([(geometries[6], None, False)])  # another student's, asked after
+        assert forked == [] and time.monotonic() - started < 5.0, "the server waited for the slow reader"
+        prebuild.finish(slow)
+        assert forked == [] and all(k in fixture._BUILT for k in big)
+    finally:
+        server.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_file_of_a_quarter_million_flags_is_scanned_in_linear_time():
+    """One 1 MB line of `'_',` used to be copied once per flag: minutes, in the grader's own process."""
+    text = "x = [" + "'_'," * 260_000 + "]  # \U0001f600\n"
+    flags = scan("ex1", text)
+    assert len(flags) == 20 and flags[0].what.startswith("a string naming internals")
+    assert flags[0].code == text.strip()[:200]

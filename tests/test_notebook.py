@@ -235,3 +235,17 @@ def test_check_is_importable_callable_and_refuses_to_run_outside_a_kernel():
         check("ex5")
     with pytest.raises(RuntimeError, match="Jupyter, Colab or IPython kernel"):
         check("ex2")
+
+
+@pytest.mark.timeout(60)
+def test_cells_built_to_make_the_patterns_backtrack_are_read_in_linear_time(tmp_path):
+    """The grader reads cells itself: 30,000 '#' in one cell took 35 s, 400,000 hours."""
+    from tests.notebooks import lecture
+
+    cells = lecture.lecture_cells()
+    for text in ("#" * 400_000, "\n" * 400_000, "# exercise" + " " * 400_000, "d" + " " * 400_000 + "\n"):
+        cells.insert(1, ("code", text))
+    path = tmp_path / "hw.ipynb"
+    lecture.write(path, cells)
+    sources, _ = notebook_sources(path)
+    assert sorted(sources) == ["ex1", "ex2", "ex3", "ex4"]

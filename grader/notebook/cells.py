@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +55,9 @@ def read_notebook(path: Path) -> list[Cell]:
     raw = Path(path).read_bytes()[: MAX_NOTEBOOK_BYTES + 1]
     if len(raw) > MAX_NOTEBOOK_BYTES:
         raise ValueError(f"larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
-    nb = nbformat.reads(raw.decode("utf-8", errors="replace"), as_version=nbformat.NO_CONVERT)
+    with warnings.catch_warnings():  # a notebook written without cell ids is read all the same: no stderr noise
+        warnings.simplefilter("ignore")
+        nb = nbformat.reads(raw.decode("utf-8", errors="replace"), as_version=nbformat.NO_CONVERT)
     if nb.get("nbformat", 4) < 4:
         nb = nbformat.convert(nb, 4)
     cells = []

@@ -15,12 +15,15 @@ EX1_GRADS = tuple("d" + v for v in fixture.EX1_ORDER)
 EX1_ONLY = frozenset(EX1_GRADS) - {"dlogits", "dhprebn"}
 EX4_GRADS = fixture.EX4_GRADS
 FUNCTIONS = {"ex1": EX1_GRADS, "ex2": ("dlogits",), "ex3": ("dhprebn",), "ex4": ("backward",)}
-_MARKER_COMMENT = re.compile(r"#[^\n]*?\bexercise\s*#?\s*([1-4])\b", re.IGNORECASE)
-_MARKER_TEXT = re.compile(r"\bexercise\s*#?\s*([1-4])\b", re.IGNORECASE)
+# Cell text is the student's, read by the grader itself: every pattern here must take linear time. `\s*#?\s*`
+# backtracked quadratically on a long run of spaces, `#[^\n]*?` on a line of '#', and `^\s*` with MULTILINE on
+# blank lines (each line start rescanned all of them): 30,000 '#' in one cell took 35 s.
+_MARKER_TEXT = re.compile(r"\bexercise\s*(?:#\s*)?([1-4])\b", re.IGNORECASE)
+_EXERCISE_WORD = re.compile(r"\bexercise", re.IGNORECASE)
 _GRADIENT_WORD = re.compile(r"\b(?:" + "|".join(sorted(nm.GRADIENT_NAMES)) + r")\b")
-_EAGER = re.compile(_GRADIENT_WORD.pattern + r"|^\s*parameters\s*=", re.MULTILINE)
+_EAGER = re.compile(_GRADIENT_WORD.pattern + r"|^[ \t]*parameters[ \t]*=", re.MULTILINE)
 _IMPORT_LINE = re.compile(r"^(?:import|from)\s[^\n]*$", re.MULTILINE)
-_LOOKS_LIKE_GRADIENT = re.compile(r"^\s*(d\w+)\s*(?:\[[^\n]*\])?\s*[-+*/]?=(?!=)", re.MULTILINE)
+_LOOKS_LIKE_GRADIENT = re.compile(r"^[ \t]*(d\w+)[ \t]*(?:\[[^\n]*\])?[ \t]*[-+*/]?=(?!=)", re.MULTILINE)
 
 
 @dataclass(eq=False)
@@ -142,8 +145,24 @@ def make_unit(node: ast.stmt, cell: Cell, code_lines: list[str], order: float) -
 
 
 def _marker(cell: Cell) -> str | None:
-    m = _MARKER_TEXT.search(cell.markdown) if cell.markdown else _MARKER_COMMENT.search(cell.code)
+    m = _MARKER_TEXT.search(cell.markdown) if cell.markdown else _marker_comment(cell.code)
     return f"ex{m.group(1)}" if m else None
+
+
+def _marker_comment(code: str) -> re.Match | None:
+    """Return the first "Exercise N" that follows a '#' on its own line (a comment naming the exercise)."""
+    start = 0
+    while start <= len(code):
+        end = code.find("\n", start)
+        end = len(code) if end < 0 else end
+        hash_at = code.find("#", start, end)
+        if hash_at >= 0:
+            for word in _EXERCISE_WORD.finditer(code, hash_at + 1, end):
+                m = _MARKER_TEXT.match(code, word.start())
+                if m:
+                    return m
+        start = end + 1
+    return None
 
 
 def load(p: Parsed) -> Parsed:
