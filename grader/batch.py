@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from grader import catalogue, pool, prebuild, report
+from grader.deadline import per_submission
 from grader.intake import Entry, Skipped, discover, read_entry, with_intake  # noqa: F401 (re-exported)
 from grader.policy import Policy, grade_kwargs
 from grader.reports import EmptyClassError, class_similarity, write_outputs
@@ -28,7 +29,6 @@ class BatchNeedsLinux(RuntimeError):
 # Huge pages take 0.2-0.4 s to make (while the first student is graded) and save ~10 ms of kernel time per
 # student (five forks and exits each): worth it from about 50 students on (bench/README.md)
 COLLAPSE_FROM = 100
-PER_STUDENT_TIMEOUTS = 40  # a grading process may take this many per-call timeouts in all
 
 
 def _grade_one(args) -> dict:
@@ -118,7 +118,7 @@ def grade_batch(
         raise
     bar = report.Progress(len(todo), "grading") if progress else None
     work = [(e, limits, data, policy) for e in todo]
-    deadline = limits.timeout * PER_STUDENT_TIMEOUTS + 120  # a bound no honest submission comes near
+    deadline = per_submission(limits.timeout)  # a bound no honest submission comes near
     with jail.held():  # made here, so the grading processes share it and it is removed when the run ends
         for slot in range(max(1, jobs)):  # each slot's room, made before the grading processes race to make it
             jail.jail().room(jail.sandbox_uid(slot))

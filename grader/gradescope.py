@@ -20,6 +20,7 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
+from grader import deadline
 from grader.policy import FILENAME, VISIBILITIES, Policy, PolicyError, grade_kwargs, load
 from grader.release import TORCH_VERSION
 
@@ -326,14 +327,15 @@ def run(root: Path, *, visibility: str | None = None, policy: Policy | None = No
     results_path = root / "results" / "results.json"
     start = time.monotonic()
     try:
+        from grader import runner  # lazily: it imports torch
         from grader.intake import read_submission  # the same rules as `grade batch`: files, zips, notebooks
+        from grader.sandbox import Limits
 
-        target = read_submission(root / "submission")
-        target.name = "submission"
-        note = _intake_note(target)
-        from grader import runner  # lazily: it imports torch and builds fixtures
-
-        graded = runner.grade(target, list(EXERCISES), **grade_kwargs(policy, runner.grade))
+        with deadline.overall(deadline.per_submission(Limits().timeout)):  # a results.json, even then
+            target = read_submission(root / "submission")
+            target.name = "submission"
+            note = _intake_note(target)
+            graded = runner.grade(target, list(EXERCISES), **grade_kwargs(policy, runner.grade))
         result = _hide_path(_with_hidden(graded), str(root / "submission"))
         results = to_results(
             result,
@@ -343,6 +345,13 @@ def run(root: Path, *, visibility: str | None = None, policy: Policy | None = No
         )
         results["output"] = note + "\n\n" + results["output"]
         json.dumps(results, allow_nan=False)  # fail here, not half-way through the write
+    except deadline.GradingTooLong as exc:
+        results = _error_results(
+            f"The autograder stopped: {exc} (each function call also has a limit of its own). Your score is 0 "
+            "for now; tell the course staff if your submission is plain exercise files or a plain notebook.",
+            visibility=visibility,
+            execution_time=time.monotonic() - start,
+        )
     except BaseException as exc:  # a results.json must exist whatever went wrong
         if isinstance(exc, KeyboardInterrupt):
             raise

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 import types
 import zipfile
 from pathlib import Path
@@ -457,3 +458,19 @@ def test_run_reads_an_uploaded_zip_with_the_batch_intake(tmp_path, monkeypatch):
     assert list(seen) == ["ex2"] and "hw/ex2.py" in seen["ex2"]
     assert "ex2: graded upload.zip/hw/ex2.py" in out["output"]
     assert not (tmp_path / "evil.py").exists()
+
+
+def test_run_writes_results_when_grading_overruns_its_overall_limit(tmp_path, monkeypatch):
+    from grader import deadline
+
+    def grade(submission, exercises, **kwargs):
+        time.sleep(30)  # the grader's own reading of a hostile file, say: no call deadline covers it
+
+    _fake_runner(monkeypatch, grade)
+    monkeypatch.setattr(deadline, "per_submission", lambda timeout: 0.5)
+    started = time.monotonic()
+    out = gradescope.run(tmp_path)
+    assert time.monotonic() - started < 10
+    validate(out)
+    assert out["score"] == 0 and "took longer than 0.5 s and was stopped" in out["output"]
+    assert json.loads((tmp_path / "results" / "results.json").read_text()) == out
