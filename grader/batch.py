@@ -41,6 +41,14 @@ def _grade_one(args) -> dict:
     return with_intake(result.to_dict(), submission)
 
 
+def _digest(entry: Entry, options: str) -> str:
+    """Return an entry's digest for --resume; one that cannot be read is graded again each time, not fatal."""
+    try:
+        return entry.digest(options)
+    except Exception as exc:  # noqa: BLE001 - its grading process meets the same files and says what is wrong
+        return f"unreadable: {type(exc).__name__}"
+
+
 def _warm_up():
     """Import and warm, once here, what every grading process would otherwise import and warm for itself."""
     from grader import runner  # noqa: F401
@@ -91,7 +99,7 @@ def grade_batch(
     manifest_path = out / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if resume and manifest_path.exists() else {}
     # read in a throwaway child: the scheduling process must never hold a student's files (see pool.py)
-    digests = pool.in_child(lambda: {e.student: e.digest(options) for e in entries})
+    digests = pool.in_child(lambda: {e.student: _digest(e, options) for e in entries})
     todo = [
         e
         for e in entries

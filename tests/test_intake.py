@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import os
@@ -295,3 +296,69 @@ def test_a_gradescope_group_gets_a_canvas_row_per_member():
     result = {"score": 40, "max_score": 42, "items": [], "identity": {"name": "Ann; Bo", "sid": "7; 8"}}
     rows = list(csv.reader(io.StringIO(canvas_gradebook({"7": result}))))
     assert [(r[0], r[2], r[5]) for r in rows[2:]] == [("Ann", "7", "40"), ("Bo", "8", "40")]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# names and archives built to break the run (red team): the class still ends with a gradebook
+
+
+def _reference_files(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for ex in ("ex1", "ex2", "ex3", "ex4"):
+        (folder / f"{ex}.py").write_bytes((REFERENCE / f"{ex}.py").read_bytes())
+    return folder
+
+
+def _tar_with(path: Path, members: dict[bytes, bytes]) -> Path:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.GNU_FORMAT, encoding="utf-8") as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name.decode("utf-8", "surrogateescape"))
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    path.write_bytes(buf.getvalue())
+    return path
+
+
+def test_names_that_are_not_utf8_or_too_long_are_graded_under_safe_ids(tmp_path):
+    subs = tmp_path / "subs"
+    _reference_files(subs / "alice")
+    _reference_files(Path(os.fsdecode(bytes(subs) + b"/mal\xff")))
+    _reference_files(Path(os.fsdecode(bytes(subs) + b"/mal\xfe")))
+    _reference_files(subs / ("m" * 240))
+    files = {f"{ex}.py".encode(): (REFERENCE / f"{ex}.py").read_bytes() for ex in ("ex1", "ex2", "ex3", "ex4")}
+    _tar_with(subs / "tarry.tar.gz", {**files, b"ex1_\xff.py": b"x = 1\n"})
+    summary = grade_batch(subs, tmp_path / "out", jobs=1, limits=LIMITS, progress=False, similarity=False)
+    book = list(csv.DictReader((tmp_path / "out" / "gradebook.csv").open(encoding="utf-8")))
+    assert len(book) == 5 == summary["students"] and {r["score"] for r in book} == {"42"}
+    ids = [r["student"] for r in book]
+    assert all(len(i.encode()) <= 120 and "\ufffd" not in i.replace("mal\ufffd", "") for i in ids)
+    assert len({i for i in ids if i.startswith("mal\ufffd-")}) == 2  # two such names stay two students
+    assert (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+
+
+def test_canvas_namesakes_keep_their_own_grades(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for ex in ("ex1", "ex2", "ex3", "ex4"):
+        (subs / f"smithjohn_222_5002_{ex}.py").write_bytes((REFERENCE / f"{ex}.py").read_bytes())
+    (subs / "smithjohn_111_5001_readme.txt").write_text("nothing here\n")
+    grade_batch(subs, tmp_path / "out", jobs=1, limits=LIMITS, progress=False, similarity=False)
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open())}
+    assert {k: (r["canvas_id"], r["score"]) for k, r in rows.items()} == {
+        "smithjohn_111": ("111", "0"),
+        "smithjohn_222": ("222", "42"),
+    }
+
+
+def test_a_tar_header_that_declares_gigabytes_is_refused_before_it_is_read(tmp_path):
+    pax = tarfile.TarInfo("././@PaxHeader")
+    pax.type, pax.size = tarfile.XHDTYPE, 256 << 20  # read whole by tarfile, whatever members it precedes
+    path = tmp_path / "bomb.tar.gz"
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        f.write(pax.tobuf(format=tarfile.USTAR_FORMAT))
+        zeros = bytes(1 << 20)
+        for _ in range(pax.size >> 20):
+            f.write(zeros)
+    sub = read_submission(path)
+    assert not sub.sources and any("unpacks to more than 64 MiB" in n for n in sub.notes), sub.notes

@@ -52,12 +52,16 @@ class Entry:
 
     def digest(self, options: str) -> str:
         """Return a hash of everything intake reads from this entry and of the grading options, for --resume."""
-        h = hashlib.sha256(f"{FORMAT_VERSION}|{options}|{self.kind}|{self.identity}|{self.notes}".encode())
+
+        def utf8(text: str) -> bytes:
+            return text.encode("utf-8", "surrogatepass")  # a member name may hold bytes that are not UTF-8
+
+        h = hashlib.sha256(utf8(f"{FORMAT_VERSION}|{options}|{self.kind}|{self.identity}|{self.notes}"))
         g = self.gather()
         for note in g.notes:
-            h.update(b"note\0" + note.encode() + b"\0")
+            h.update(b"note\0" + utf8(note) + b"\0")
         for f in g.files:
-            h.update(f"{f.name}\0{f.depth}\0{f.error}\0{len(f.data or b'')}\0".encode())
+            h.update(utf8(f"{f.name}\0{f.depth}\0{f.error}\0{len(f.data or b'')}\0"))
             h.update(f.data or b"")
         return h.hexdigest()
 
@@ -81,12 +85,20 @@ class _Found:
 
 
 def _safe_id(text: str, fallback: str) -> str:
-    """Return a student id usable as a file name."""
-    cleaned = "".join("_" if c in "/\\\0" or ord(c) < 32 else c for c in str(text)).strip()
-    if len(cleaned.encode()) > MAX_ID_BYTES:  # students/<id>.json must stay a legal file name (255 bytes)
-        tag = hashlib.sha256(cleaned.encode()).hexdigest()[:10]
+    """Return a student id usable as a file name and writable as UTF-8 (a CSV cell, a JSON string)."""
+    raw = str(text)
+    cleaned = "".join("_" if c in "/\\\0" or ord(c) < 32 else c for c in shown(raw)).strip()
+    # students/<id>.json must stay a legal file name (255 bytes); a name with bytes that are not UTF-8 keeps a
+    # tag of the original, so two such names stay two students
+    if len(cleaned.encode()) > MAX_ID_BYTES or shown(raw) != raw:
+        tag = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:10]
         cleaned = cleaned.encode()[: MAX_ID_BYTES - 11].decode(errors="ignore") + "-" + tag
     return fallback if cleaned in ("", ".", "..") else cleaned
+
+
+def shown(name: str) -> str:
+    """Return a name with the bytes a file name may hold that are not UTF-8 (lone surrogates) shown as U+FFFD."""
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in name)
 
 
 @functools.cache
@@ -155,18 +167,18 @@ def discover(folder: Path) -> tuple[list[Entry], list[Skipped]]:
     for name in names:
         path = folder / name
         if name.startswith("."):
-            found.skipped.append(Skipped(name, msg.HIDDEN))
+            found.skipped.append(Skipped(shown(name), msg.HIDDEN))
             continue
         try:
             mode = os.lstat(path).st_mode
         except OSError as exc:
-            found.skipped.append(Skipped(name, msg.UNREADABLE.format(label=name, error=exc.strerror)))
+            found.skipped.append(Skipped(shown(name), msg.UNREADABLE.format(label=shown(name), error=exc.strerror)))
             continue
         if stat.S_ISLNK(mode):
-            found.skipped.append(Skipped(name, msg.TOP_SYMLINK))
+            found.skipped.append(Skipped(shown(name), msg.TOP_SYMLINK))
         elif stat.S_ISDIR(mode):
             if name in SKIP_DIRS:
-                found.skipped.append(Skipped(name, msg.SYSTEM_FOLDER))
+                found.skipped.append(Skipped(shown(name), msg.SYSTEM_FOLDER))
             elif metadata and name in metadata:
                 ident = metadata[name]
                 student = _gradescope_key(name, ident)
@@ -174,28 +186,30 @@ def discover(folder: Path) -> tuple[list[Entry], list[Skipped]]:
                 found.entries.append((student, 0, name, entry))
             else:
                 stray = metadata and name.startswith("submission_")
-                notes = (msg.NOT_IN_METADATA.format(folder=name),) if stray else ()
-                found.entries.append((name, 0, name, Entry(name, "folder", (path,), notes=notes)))
+                notes = (msg.NOT_IN_METADATA.format(folder=shown(name)),) if stray else ()
+                student = _safe_id(name, "student")
+                found.entries.append((student, 0, name, Entry(student, "folder", (path,), notes=notes)))
         elif not stat.S_ISREG(mode):
-            found.skipped.append(Skipped(name, msg.NOT_REGULAR))
+            found.skipped.append(Skipped(shown(name), msg.NOT_REGULAR))
         elif (m := CANVAS.match(name)) is not None:
-            canvas.setdefault(m["login"], []).append((path, m))
+            canvas.setdefault((m["login"], m["uid"]), []).append((path, m))  # by user: two may share a name
         elif suffix := archive_suffix(name):
-            student = name[: -len(suffix)]
+            student = _safe_id(name[: -len(suffix)], "student")
             found.entries.append((student, 1, name, Entry(student, "archive", (path,))))
         elif is_notebook(name):
-            student = name[: -len(".ipynb")]
+            student = _safe_id(name[: -len(".ipynb")], "student")
             found.entries.append((student, 2, name, Entry(student, "notebook", (path,))))
         elif name.lower().endswith(".py"):
-            found.skipped.append(Skipped(name, msg.LOOSE_FILE))
+            found.skipped.append(Skipped(shown(name), msg.LOOSE_FILE))
         else:
-            found.skipped.append(Skipped(name, msg.NOT_A_SUBMISSION))
-    for login, files in canvas.items():
-        uid = files[0][1]["uid"]
+            found.skipped.append(Skipped(shown(name), msg.NOT_A_SUBMISSION))
+    logins = [login for login, _ in canvas]
+    for (login, uid), files in canvas.items():
+        student = login if logins.count(login) == 1 else f"{login}_{uid}"  # namesakes keep their own grades
         identity = {"login": login, "canvas_id": uid}
         notes = (msg.CANVAS_LATE,) if any(m["late"] for _, m in files) else ()
-        entry = Entry(login, "canvas", tuple(p for p, _ in files), tuple(sorted(identity.items())), notes)
-        found.entries.append((login, 3, files[0][0].name, entry))
+        entry = Entry(student, "canvas", tuple(p for p, _ in files), tuple(sorted(identity.items())), notes)
+        found.entries.append((student, 3, files[0][0].name, entry))
     return _resolve(found)
 
 
@@ -211,11 +225,11 @@ def _resolve(found: _Found) -> tuple[list[Entry], list[Skipped]]:
         extra = []
         for rank, name, _ in group[1:]:
             if rank == group[0][0] and kept.kind == "folder":  # two Gradescope folders with the same student id
-                reason = msg.DUPLICATE_ID.format(student=student, other=kept_name)
+                reason = msg.DUPLICATE_ID.format(student=student, other=shown(kept_name))
             else:
-                reason = msg.SAME_STUDENT.format(other=kept_name, student=student, rule=_RULE)
-            found.skipped.append(Skipped(name, reason))
-            extra.append(msg.ALSO_SUBMITTED.format(other=name, rule=reason))
+                reason = msg.SAME_STUDENT.format(other=shown(kept_name), student=student, rule=_RULE)
+            found.skipped.append(Skipped(shown(name), reason))
+            extra.append(msg.ALSO_SUBMITTED.format(other=shown(name), rule=reason))
         if extra:
             kept = Entry(kept.student, kept.kind, kept.paths, kept.identity, kept.notes + tuple(extra))
         entries.append(kept)

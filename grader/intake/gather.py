@@ -7,6 +7,8 @@ with absolute or '..' paths are refused, and every read has a size cap. Archives
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
 import lzma
 import os
@@ -239,7 +241,7 @@ class Gathered:
 
     def _tar(self, name: str, data: bytes, depth: int, nesting: int) -> None:
         declared = 0
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
+        with tarfile.open(fileobj=_Capped(_decompressed(data), MAX_TOTAL_BYTES), mode="r:") as tf:
             while True:
                 m = tf.next()  # lazily: a bomb is stopped by the budget below before it is inflated
                 if m is None or self.stopped or not self._count(name):
@@ -272,6 +274,39 @@ class Gathered:
                     return content
 
                 self.add(shown, depth + len(parts) - 1, read, nesting)
+
+
+def _decompressed(data: bytes):
+    """Return a tar's bytes as a file, decompressed on the fly if its magic says gzip, bzip2 or xz."""
+    raw = io.BytesIO(data)
+    if data[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=raw)
+    if data[:3] == b"BZh":
+        return bz2.BZ2File(raw)
+    if data[:6] == b"\xfd7zXZ\x00":
+        return lzma.LZMAFile(raw)
+    return raw
+
+
+class _Capped:
+    """A file whose reads stop at a limit: tarfile reads a pax or GNU long-name header whole, whatever size it
+    declares (3 GiB of zeros, from a 790 KB .tar.xz), before any member's size could be counted."""
+
+    def __init__(self, f, limit: int):
+        self.f, self.left, self.limit = f, limit, limit
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.f.read(self.left + 1 if size is None or size < 0 else min(size, self.left + 1))
+        self.left -= len(data)
+        if self.left < 0:
+            raise tarfile.ReadError(f"it unpacks to more than {human(self.limit)}")
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.f.tell()
 
 
 def gather_folder(folder: Path) -> Gathered:

@@ -58,8 +58,8 @@ def write_outputs(
     similarity: True to compare the class now, False not to, or the dict class_similarity() already returned.
     """
     stale = remove_stale(out / "students", set(students))
-    (out / "gradebook.csv").write_text(gradebook(students))
-    (out / "canvas.csv").write_text(canvas_gradebook(students, canvas_assignment or CANVAS_ASSIGNMENT))
+    _write_text(out / "gradebook.csv", gradebook(students))
+    _write_text(out / "canvas.csv", canvas_gradebook(students, canvas_assignment or CANVAS_ASSIGNMENT))
     summary = summarize(students, skipped, stale)
     if sandbox is not None:  # which walls the sandbox had on this machine (jail.Protections)
         summary["sandbox"] = sandbox
@@ -68,8 +68,15 @@ def write_outputs(
     elif similarity:
         summary["similarity"] = class_similarity(entries)
     _write_json(out / "summary.json", summary)
-    (out / "report.html").write_text(html_report(summary, students))
+    _write_text(out / "report.html", html_report(summary, students))
     return summary
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write UTF-8; bytes of a student's file name that are not UTF-8 (lone surrogates) become U+FFFD."""
+    from grader.intake.discover import shown
+
+    path.write_text(shown(text), encoding="utf-8")
 
 
 def class_similarity(entries) -> dict:
