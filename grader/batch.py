@@ -49,6 +49,14 @@ def _digest(entry: Entry, options: str) -> str:
         return f"unreadable: {type(exc).__name__}"
 
 
+def _digest_alone(entry: Entry, options: str, deadline: float) -> str:
+    """Return an entry's digest, computed in a helper of its own; one that fails makes the entry unreadable."""
+    try:
+        return pool.in_child(lambda: _digest(entry, options), deadline=deadline)
+    except RuntimeError as exc:
+        return f"unreadable: {exc}"
+
+
 def _warm_up():
     """Import and warm, once here, what every grading process would otherwise import and warm for itself."""
     from grader import runner  # noqa: F401
@@ -99,7 +107,10 @@ def grade_batch(
     manifest_path = out / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if resume and manifest_path.exists() else {}
     # read in a throwaway child: the scheduling process must never hold a student's files (see pool.py)
-    digests = pool.in_child(lambda: {e.student: _digest(e, options) for e in entries})
+    try:
+        digests = pool.in_child(lambda: {e.student: _digest(e, options) for e in entries})
+    except RuntimeError:  # the helper died (a student's files exhausted its memory, say): one helper each
+        digests = {e.student: _digest_alone(e, options, per_submission(limits.timeout)) for e in entries}
     todo = [
         e
         for e in entries

@@ -13,6 +13,7 @@ import threading
 
 PER_STUDENT_TIMEOUTS = 40  # a submission's grading may take this many per-call timeouts in all, plus a margin
 MARGIN = 120.0
+SIMILARITY_READ = 30.0  # seconds the similarity check spends reading one student's files before leaving them out
 
 
 def per_submission(call_timeout: float) -> float:

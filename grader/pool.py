@@ -87,9 +87,9 @@ def run(
             _kill(job)
 
 
-def in_child(fn: Callable[[], object]) -> object:
+def in_child(fn: Callable[[], object], deadline: float = 3600) -> object:
     """Return fn() computed in a throwaway child, so that what it reads never enters this process's memory."""
-    results = list(run([None], lambda _: {"value": fn()}, jobs=1, deadline=3600, retries=0))
+    results = list(run([None], lambda _: {"value": fn()}, jobs=1, deadline=deadline, retries=0))
     ((_, result, why),) = results
     if result is None:
         raise RuntimeError(f"a helper process failed: {why}")

@@ -362,3 +362,43 @@ def test_a_tar_header_that_declares_gigabytes_is_refused_before_it_is_read(tmp_p
             f.write(zeros)
     sub = read_submission(path)
     assert not sub.sources and any("unpacks to more than 64 MiB" in n for n in sub.notes), sub.notes
+
+
+def test_a_zip_member_compressed_with_bzip2_is_skipped_not_inflated(tmp_path):
+    path = tmp_path / "bz.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        for ex in ("ex1", "ex2", "ex3"):
+            zf.writestr(f"{ex}.py", (REFERENCE / f"{ex}.py").read_text(), compress_type=zipfile.ZIP_DEFLATED)
+        zf.writestr("ex4.py", (REFERENCE / "ex4.py").read_text(), compress_type=zipfile.ZIP_BZIP2)
+    sub = read_submission(path)
+    assert sorted(sub.sources) == ["ex1", "ex2", "ex3"]
+    assert msg.SKIPPED_COMPRESSION.format(name="bz.zip/ex4.py") in sub.notes
+
+
+def test_metadata_with_yaml_aliases_is_refused_and_folders_are_graded_by_name(tmp_path):
+    subs = tmp_path / "subs"
+    _reference_files(subs / "submission_1")
+    bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{k}: &a{k} [*a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}, *a{k - 1}]\n" for k in range(1, 9)
+    )
+    (subs / "submission_metadata.yml").write_text(bomb + "submission_1:\n  :submitters:\n  - :name: *a8\n")
+    entries, skipped = discover(subs)
+    assert [e.student for e in entries] == ["submission_1"]
+    assert any("aliases" in s.reason for s in skipped)
+
+
+def test_a_digest_helper_that_dies_costs_no_gradebook(tmp_path, monkeypatch):
+    from grader import pool
+
+    real = pool.in_child
+
+    def in_child(fn, deadline=3600):
+        if deadline == 3600:  # the one helper that digests the whole class: killed, say by the OOM killer
+            raise RuntimeError("a helper process failed: its grading process was killed by SIGKILL")
+        return real(fn, deadline=deadline)
+
+    monkeypatch.setattr(pool, "in_child", in_child)
+    subs = tmp_path / "subs"
+    _reference_files(subs / "ada")
+    summary = grade_batch(subs, tmp_path / "out", jobs=1, limits=LIMITS, progress=False, similarity=False)
+    assert summary["students"] == 1 and summary["score"]["mean"] == 42

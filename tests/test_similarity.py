@@ -154,3 +154,32 @@ def test_copydetect_is_imported_without_matplotlib_which_still_imports_after():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_student_slow_to_read_is_left_out_of_the_comparison_alone(tmp_path, monkeypatch):
+    import time
+
+    from grader import deadline, intake
+    from grader.intake import discover
+    from grader.reports import class_similarity
+    from grader.reports.html import _similarity
+
+    root = tmp_path / "class"
+    ids = write_class(root, copy_of=3)
+    entries, _ = discover(root)
+    real = intake.read_entry
+
+    def read_entry(entry):
+        if entry.student == "indep05":  # a notebook built to make the grader's reading slow, say
+            time.sleep(30)
+        return real(entry)
+
+    monkeypatch.setattr(intake, "read_entry", read_entry)
+    monkeypatch.setattr(deadline, "SIMILARITY_READ", 0.5)
+    found = class_similarity(entries)
+    assert found["not_compared"] == ["indep05"]
+    assert [(p["a"], p["b"]) for p in found["pairs"]] == [("copier", "indep03")]
+    assert found["compared_pairs"] == (len(ids) - 1) * (len(ids) - 2) // 2
+    assert "indep05" in _similarity({"similarity": found}, {}) and "could not finish" in _similarity(
+        {"similarity": {"error": "RuntimeError: boom"}}, {}
+    )

@@ -107,7 +107,10 @@ def _ruby_tolerant_loader():
     import yaml  # here: only a Gradescope export needs it, and importing it costs every `grade` 60 ms
 
     class RubyTolerantLoader(yaml.SafeLoader):
-        pass
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):  # Gradescope writes none; nested ones expand to gigabytes
+                raise yaml.YAMLError("aliases (*name) are not accepted in submission_metadata.yml")
+            return super().compose_node(parent, index)
 
     def plain(loader, suffix, node):
         if isinstance(node, yaml.MappingNode):
@@ -126,7 +129,7 @@ def gradescope_metadata(folder: Path) -> dict[str, dict[str, str]]:
 
     try:
         data = yaml.load(read_regular(folder / GRADESCOPE_METADATA, 16 << 20), Loader=_ruby_tolerant_loader())
-    except (Unreadable, yaml.YAMLError) as exc:
+    except (Unreadable, yaml.YAMLError, RecursionError, MemoryError) as exc:
         raise ValueError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
     if not isinstance(data, dict):
         raise ValueError("not a mapping of submission folders")
@@ -138,11 +141,16 @@ def gradescope_metadata(folder: Path) -> dict[str, dict[str, str]]:
         people = [p for p in people if isinstance(p, dict)] if isinstance(people, list) else []
         fields = {}
         for field_name in ("name", "email", "sid"):
-            vals = [str(p.get(f":{field_name}") or p.get(field_name) or "").strip() for p in people]
+            vals = [_field(p.get(f":{field_name}") or p.get(field_name)) for p in people]
             if any(vals):
                 fields[field_name] = "; ".join(v for v in vals if v)
         out[str(key)] = fields
     return out
+
+
+def _field(value) -> str:
+    """Return one identity field as text: a string (or number), at most 200 characters; anything else is empty."""
+    return str(value).strip()[:200] if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
 
 
 def _gradescope_key(folder: str, ident: dict[str, str]) -> str:

@@ -223,6 +223,11 @@ class Gathered:
                 if m.flag_bits & 0x1:
                     self.notes.append(msg.SKIPPED_ENCRYPTED.format(name=shown))
                     continue
+                if m.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                    # zipfile inflates bzip2 and lzma members without a bound on the output (a 3 KB member
+                    # became 4 GB); only stored and deflate read in bounded steps. Every zip tool writes deflate.
+                    self.notes.append(msg.SKIPPED_COMPRESSION.format(name=shown))
+                    continue
 
                 def read(limit, m=m, shown=shown):
                     if m.file_size > limit or not self._budget(shown, m.file_size):

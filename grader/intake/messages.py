@@ -37,6 +37,7 @@ SKIPPED_UNSAFE = "skipped {name}: an archive member with an absolute or '..' pat
 SKIPPED_TOO_BIG = "skipped {name}: larger than {limit}"
 SKIPPED_DEEP = "skipped {name}: archives nested deeper than {depth} levels are not opened"
 SKIPPED_ENCRYPTED = "skipped {name}: an encrypted archive member"
+SKIPPED_COMPRESSION = "skipped {name}: compressed with bzip2 or lzma; zip it again with the usual (deflate) method"
 ARCHIVE_UNREADABLE = "{name} could not be opened: {error}"
 ARCHIVE_LIMIT = "{name}: stopped reading after {limit}; the rest of the archive was not read"
 UNREADABLE = "{label} could not be read: {error}"

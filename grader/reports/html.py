@@ -11,6 +11,7 @@ import html
 import math
 
 from grader import catalogue
+from grader.deadline import SIMILARITY_READ
 from grader.reports.tables import exercise_scores
 
 COLOURS = {
@@ -227,7 +228,16 @@ def _similarity(summary: dict, anchors: dict) -> str:
     sim = summary.get("similarity")
     if sim is None:
         return "<p>Not run (--no-similarity).</p>"
-    intro = (
+    left_out = sim.get("not_compared") or []
+    note = (
+        f"<p>Not compared (their files took longer than {SIMILARITY_READ:g} s to read): "
+        f"{_links(left_out, anchors)}.</p>"
+        if left_out
+        else ""
+    )
+    if "error" in sim:
+        return f"<p>The similarity check could not finish: {_e(sim['error'])}</p>" + note
+    intro = note + (
         f"<p>{sim['compared_pairs']} pairs compared with copydetect, function by function, stub text and "
         f"fingerprints common to the class removed; highest pair score {sim['max_pair_score']}; pairs at or above "
         f"{sim['settings']['threshold']} are listed.</p>"
