@@ -402,3 +402,14 @@ def test_a_digest_helper_that_dies_costs_no_gradebook(tmp_path, monkeypatch):
     _reference_files(subs / "ada")
     summary = grade_batch(subs, tmp_path / "out", jobs=1, limits=LIMITS, progress=False, similarity=False)
     assert summary["students"] == 1 and summary["score"]["mean"] == 42
+
+
+def test_a_zip_listing_more_entries_than_the_limit_is_refused_before_it_is_listed(tmp_path):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:  # 70,000 entries: past 65,535, so the count sits in the zip64 record
+        for k in range(70_000):
+            zf.writestr(str(k), b"")
+    path = tmp_path / "listing.zip"
+    path.write_bytes(buf.getvalue())
+    sub = read_submission(path)
+    assert any("it lists 70000 entries, more than 10000" in n for n in sub.notes), sub.notes

@@ -14,6 +14,7 @@ import lzma
 import os
 import re
 import stat
+import struct
 import tarfile
 import zipfile
 import zlib
@@ -203,6 +204,9 @@ class Gathered:
         return True
 
     def _zip(self, name: str, data: bytes, depth: int, nesting: int) -> None:
+        declared = _zip_entries(data)
+        if declared > MAX_MEMBERS:  # ZipFile() lists them all before the member limit could stop it
+            raise zipfile.BadZipFile(f"it lists {declared} entries, more than {MAX_MEMBERS}")
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             for m in zf.infolist():
                 if self.stopped or not self._count(name):
@@ -279,6 +283,20 @@ class Gathered:
                     return content
 
                 self.add(shown, depth + len(parts) - 1, read, nesting)
+
+
+def _zip_entries(data: bytes) -> int:
+    """Return how many entries a zip's end-of-central-directory record declares (0 if it has none)."""
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - (1 << 16) - 22))
+    if end < 0 or end + 22 > len(data):
+        return 0
+    (entries,) = struct.unpack_from("<H", data, end + 10)
+    locator = end - 20  # zip64: the count is in the zip64 record the locator points at
+    if entries == 0xFFFF and locator >= 0 and data[locator : locator + 4] == b"PK\x06\x07":
+        (record,) = struct.unpack_from("<Q", data, locator + 8)
+        if data[record : record + 4] == b"PK\x06\x06" and record + 40 <= len(data):
+            (entries,) = struct.unpack_from("<Q", data, record + 32)
+    return entries
 
 
 def _decompressed(data: bytes):
