@@ -318,6 +318,36 @@ def _ignore(_dir: str, names: list[str]) -> list[str]:
     return skip + [n for n in names if Path(n).suffix in _SKIP_SUFFIXES]
 
 
+class _DiagnoseOnly(ast.NodeTransformer):
+    """Rewrite traps.py so that every message says at hint and full level what it says at diagnose level."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "Trap" and len(node.args) >= 4:
+            node.args[2] = node.args[1]  # hint: the diagnose text
+            node.args[3] = ast.Constant("")  # explain: may hold the answer line
+        return node
+
+    def visit_Dict(self, node: ast.Dict) -> ast.AST:
+        self.generic_visit(node)
+        keys = [k.value if isinstance(k, ast.Constant) else None for k in node.keys]
+        if "diagnose" in keys:
+            diagnose = node.values[keys.index("diagnose")]
+            node.values = [diagnose if k in ("hint", "full") else v for k, v in zip(keys, node.values, strict=True)]
+        return node
+
+
+def cap_messages(traps_py: Path) -> None:
+    """Strip from a bundle's traps.py every message text above diagnose level (formulas, answer lines).
+
+    A course at diagnose level ships a grader that cannot say more, whatever --level or course.toml a student
+    then passes: the texts are not in the bundle at all.
+    """
+    tree = _DiagnoseOnly().visit(ast.parse(traps_py.read_text(encoding="utf-8")))
+    header = "# The course's messages stop at diagnose level: `grade release` removed the hint and full texts.\n"
+    traps_py.write_text(header + ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
+
+
 def build_release(outdir: Path, project_root: Path, policy=None) -> Path:
     """Build the student bundle in outdir (committed stubs, grader/, pyproject.toml, README, data/, course.toml).
 
@@ -346,6 +376,8 @@ def build_release(outdir: Path, project_root: Path, policy=None) -> Path:
         for name, source in stubs.items():
             (staging / "exercises" / name).write_bytes(source)
         shutil.copytree(project_root / "grader", staging / "grader", ignore=_ignore)  # every subpackage
+        if (policy or Policy()).level == "diagnose" and (staging / "grader" / "traps.py").is_file():
+            cap_messages(staging / "grader" / "traps.py")
         shutil.copy2(project_root / "pyproject.toml", staging / "pyproject.toml")
         (staging / "README.md").write_text(student_readme(), encoding="utf-8")
         from grader.notebook.student import write_student_notebook

@@ -364,3 +364,36 @@ def test_bundle_installs_and_its_readme_commands_work(bundle, tmp_path):
         assert "Traceback" not in proc.stderr, f"{line}\n{proc.stderr}"
     for png in ("diff.png", "dlogits.png", "loss.png"):
         assert (work / png).stat().st_size > 1000, png
+
+
+FORMULAS = ("(1 - h**2) * dh", "(bnvar + 1e-5)**-1.5", "dout @ B.T", "logits.max(1).indices")
+
+
+def test_a_diagnose_course_ships_no_message_above_diagnose(tmp_path, monkeypatch):
+    import importlib.util
+
+    original = (ROOT / "grader" / "traps.py").read_text()
+    assert all(f in original for f in FORMULAS)  # what hint and full levels say in the project
+    capped = tmp_path / "traps.py"
+    capped.write_text(original)
+    release.cap_messages(capped)
+    text = capped.read_text()
+    assert not [f for f in FORMULAS if f in text]
+    spec = importlib.util.spec_from_file_location("capped_traps", capped)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "capped_traps", module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    assert module.TRAPS.keys() == release_traps().keys()
+    assert all(t.hint == t.diagnose and t.explain == "" for t in module.TRAPS.values())
+
+
+def release_traps():
+    from grader.traps import TRAPS
+
+    return TRAPS
+
+
+def test_the_real_bundle_of_a_diagnose_course_holds_no_formula(bundle):
+    text = (bundle / "grader" / "traps.py").read_text()
+    assert text.startswith("# The course's messages stop at diagnose level")
+    assert not [f for f in FORMULAS if f in text]
