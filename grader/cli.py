@@ -53,8 +53,21 @@ def _data_option(f):
         "--data",
         type=click.Path(exists=True, dir_okay=False),
         default=None,
+        callback=_check_data,
         help="Names corpus, one name per line (the lecture's names.txt). Default: the census names.",
     )(f)
+
+
+def _check_data(ctx, param, value):
+    """Read the corpus now, so that a file that cannot serve says why here, not in a traceback later."""
+    if value is not None:
+        from grader import corpus
+
+        try:
+            corpus.load(value)
+        except corpus.CorpusError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
 
 
 def _course_option(f):

@@ -19,6 +19,9 @@ _DEFAULT_FILES = ("dist.female.first", "dist.male.first")
 _FIRST_FIELD = re.compile(r"^[^\S\n]*([A-Za-z]+)(?=[^\S\n]|$)", re.M)  # a census line's name, if it is letters only
 
 
+MIN_WORDS = 100  # names a --data file must hold
+
+
 class CorpusError(ValueError):
     """A word list that cannot be used as a names corpus."""
 
@@ -61,6 +64,8 @@ def _clean(raw_words, source: str) -> Corpus:
         words.append(word)
     if not words:
         raise CorpusError(f"{source}: no words found (expected one name per line, like the lecture's names.txt)")
+    if len(words) < MIN_WORDS:  # the 80/10/10 split and the batches need enough of them
+        raise CorpusError(f"{source}: {len(words)} names; at least {MIN_WORDS} are needed (names.txt has 32,033)")
     return Corpus(tuple(words), source)
 
 

@@ -286,3 +286,11 @@ def test_grade_reads_a_folder_as_python_does_and_refuses_links(tmp_path):
     items = {i["id"]: i for i in json.loads(result.stdout)["items"]}
     assert items["ex2.dlogits"]["status"] == "passed"
     assert items["ex3.dhprebn"]["status"] == "error" and "could not be read" in items["ex3.dhprebn"]["message"]
+
+
+def test_a_data_file_too_small_is_a_usage_error_not_a_traceback(tmp_path):
+    small = tmp_path / "names.txt"
+    small.write_text("emma\nolivia\n")
+    result = CliRunner().invoke(main, ["ex4", "--full", "--steps", "10", "--data", str(small)])
+    assert result.exit_code == 2 and "2 names; at least 100 are needed" in result.output
+    assert "Traceback" not in result.output

@@ -105,3 +105,10 @@ def test_every_secret_lives_in_the_arena_a_sandbox_drops(reference_result):
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0, "a secret survived the drop"
     assert any(t.any() for t in secrets), "the parent's own copy must stay intact"
+
+
+def test_a_corpus_too_small_to_split_is_refused_with_its_size(tmp_path):
+    p = tmp_path / "names.txt"
+    p.write_text("emma\nolivia\n")
+    with pytest.raises(corpus.CorpusError, match="2 names; at least 100 are needed"):
+        corpus.load(str(p))
