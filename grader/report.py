@@ -10,6 +10,7 @@ import textwrap
 import click
 
 from grader.results import SubmissionResult
+from grader.sandbox.internals import flagged_note
 
 _STYLE = {
     "passed": {"fg": "green"},
@@ -95,6 +96,9 @@ def table(result: SubmissionResult, *, hints: bool = False, color: bool | None =
     note_line = points_note(result)
     if note_line:
         lines += _wrap(note_line, width, "")
+    flagged = flagged_note((result.extra.get("flags") or {}).get("private_internals") or [])
+    if flagged:
+        lines += _wrap(flagged, width, "")
     return "\n".join(lines)
 
 

@@ -486,3 +486,17 @@ def test_a_file_of_a_quarter_million_flags_is_scanned_in_linear_time():
     flags = scan("ex1", text)
     assert len(flags) == 20 and flags[0].what.startswith("a string naming internals")
     assert flags[0].code == text.strip()[:200]
+
+
+def test_the_students_own_table_says_their_code_was_flagged(tmp_path):
+    from grader import report
+    from grader.sandbox.internals import FLAGGED
+
+    ex2 = (REFERENCE / "ex2.py").read_text() + "\n\ndef _peek():\n    import torch\n    return torch._C\n"
+    flagged = grade(make_submission(tmp_path / "flagged", {"ex2.py": ex2}, base=None), ("ex2",), limits=LIMITS)
+    calm = grade(make_submission(tmp_path / "calm", base=REFERENCE), ("ex2",), limits=LIMITS)
+    shown = " ".join(report.table(flagged, color=False).split())
+    line = ex2.splitlines().index("    return torch._C") + 1
+    assert FLAGGED.split(":")[0] in shown and f"ex2.py line {line}: private attribute ._C" in shown
+    assert FLAGGED.split(":")[0] not in " ".join(report.table(calm, color=False).split())
+    assert flagged.items[0].status == "passed"  # a flag changes no grade

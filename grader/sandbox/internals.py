@@ -54,6 +54,20 @@ def _trigger() -> re.Pattern:
     )
 
 
+FLAGGED = (
+    "flagged for your instructor (no points change): your code reaches into private or interpreter internals, "
+    "which a derivation never needs: {where}."
+)
+
+
+def flagged_note(flags: list[dict], shown: int = 5) -> str:
+    """Return the line a student's table ends with when their files reach into internals ('' when they do not)."""
+    if not flags:
+        return ""
+    where = "; ".join(f"{f['exercise']}.py line {f['line']}: {f['what']}" for f in flags[:shown])
+    return FLAGGED.format(where=where + ("; ..." if len(flags) > shown else ""))
+
+
 TRIGGER = _trigger()  # every flag below needs one of these in the text; most honest files have none
 
 
