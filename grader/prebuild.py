@@ -46,21 +46,29 @@ def start(keys):
 
 def _fork_helper(todo):
     r, w = os.pipe()
+    pid = _fork(lambda: os.close(r), lambda: _send(w, [fixture.build(*k) for k in todo]))
+    os.close(w)
+    return pid, r, todo
+
+
+def _fork(close, body) -> int:
+    """Fork a process that builds truth: it closes what is not its own, runs body(), exits; return its pid."""
     pid = os.fork()
-    if pid == 0:  # the helper: build, send, exit
+    if pid == 0:  # never returns
         code = 0
         try:
-            os.close(r)
+            close()
+            if jail._LIBC is not None:
+                jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
             jail.set_name("grade-truth")
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             torch.set_num_threads(1)  # a forked child may not use the parent's thread pool
-            _send(w, [fixture.build(*k) for k in todo])
-        except BaseException:  # noqa: B036 - the parent falls back to building here
+            body()
+        except BaseException:  # noqa: B036 - the parent falls back: to a helper, or to building it there
             code = 70
         finally:
             os._exit(code)
-    os.close(w)
-    return pid, r, todo
+    return pid
 
 
 def finish(started) -> None:
@@ -122,21 +130,7 @@ def serve() -> Server | None:
     if sys.platform != "linux" or not hasattr(socket, "send_fds"):
         return None
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.fork()
-    if pid == 0:  # the server: build what is asked, until the batch ends
-        code = 0
-        try:
-            ours.close()
-            if jail._LIBC is not None:
-                jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
-            jail.set_name("grade-truth")
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            torch.set_num_threads(1)
-            _serve(theirs)
-        except BaseException:  # noqa: B036 - each grading process then forks a helper of its own
-            code = 70
-        finally:
-            os._exit(code)
+    pid = _fork(ours.close, lambda: _serve(theirs))  # builds what is asked, until the batch ends
     theirs.close()
     _SERVER[0] = ours
     return Server(pid, ours)
