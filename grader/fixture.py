@@ -80,9 +80,24 @@ def hidden_geometry(secret: str | None = None, submission: bytes = b"") -> Geome
     """
     key = _RUN_KEY if secret is None else secret.encode()
     label = b"backprop-ninja hidden geometry v1" + (b"|" + submission if submission else b"")
-    digest = hmac.new(key, label, hashlib.sha256).digest()
-    sizes = {name: options[digest[k] % len(options)] for k, (name, options) in enumerate(HIDDEN_SIZES.items())}
-    return Geometry(**sizes, seed=int.from_bytes(digest[8:12], "big"))
+    for attempt in range(64):  # a draw that would hide a hard-coded reshape is drawn again
+        digest = hmac.new(key, label + (b"#%d" % attempt if attempt else b""), hashlib.sha256).digest()
+        sizes = {name: options[digest[k] % len(options)] for k, (name, options) in enumerate(HIDDEN_SIZES.items())}
+        g = Geometry(**sizes, seed=int.from_bytes(digest[8:12], "big"))
+        if not _same_counts(g):
+            break
+    return g
+
+
+def _same_counts(g: Geometry) -> bool:
+    """Say whether a tensor of g has as many elements as its lecture twin: view(32, 3, 10) then still works.
+
+    n=30, block_size=4, n_embd=8 gives emb 960 elements, as the lecture's: a hard-coded `view(32, 3, 10)`
+    followed by a reshape gives back the right values, and the hidden geometry could not see the number.
+    """
+    counts = [lambda x, h: x.n * x.block_size * x.n_embd, lambda x, h: x.block_size * x.n_embd * h]
+    counts.append(lambda x, h: x.n * h)
+    return any(c(g, g.n_hidden) == c(p, h) for c in counts for p, h in ((PRIMARY, 64), (PRIMARY, 200)))
 
 
 @dataclass(frozen=True)

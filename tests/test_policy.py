@@ -294,3 +294,12 @@ def test_sizes_read_out_of_one_submission_do_not_fit_the_next(tmp_path):
     fish = make_submission(tmp_path / "fish", {"ex2.py": ex2}, base=None)
     [item] = grade(fish, ("ex2",), policy=secret).items
     assert (item.status, item.traps) == ("failed", ["hardcoded-size"])  # its own files drew other sizes
+
+
+def test_no_hidden_geometry_has_a_tensor_as_large_as_its_lecture_twin():
+    """n=30, block 4, n_embd 8 has emb as large as the lecture's: view(32, 3, 10) then passed unseen."""
+    assert fixture._same_counts(fixture.Geometry(n=30, block_size=4, n_embd=8, n_hidden=72))
+    secret = "correct horse battery staple"
+    drawn = [fixture.hidden_geometry(secret, bytes([k, j])) for k in range(40) for j in range(50)]
+    assert not [g for g in drawn if fixture._same_counts(g)]
+    assert len({(g.n, g.block_size, g.n_embd) for g in drawn}) > 300  # still drawn from the whole range

@@ -73,6 +73,11 @@ class Skipped:
     name: str
     reason: str
 
+    def __post_init__(self):
+        # a file name may hold bytes that are not UTF-8: shown as U+FFFD, so every output can write it
+        object.__setattr__(self, "name", shown(self.name))
+        object.__setattr__(self, "reason", shown(self.reason))
+
     def to_dict(self) -> dict:
         """Return the entry for summary.json."""
         return {"name": self.name, "reason": self.reason}
@@ -175,18 +180,18 @@ def discover(folder: Path) -> tuple[list[Entry], list[Skipped]]:
     for name in names:
         path = folder / name
         if name.startswith("."):
-            found.skipped.append(Skipped(shown(name), msg.HIDDEN))
+            found.skipped.append(Skipped(name, msg.HIDDEN))
             continue
         try:
             mode = os.lstat(path).st_mode
         except OSError as exc:
-            found.skipped.append(Skipped(shown(name), msg.UNREADABLE.format(label=shown(name), error=exc.strerror)))
+            found.skipped.append(Skipped(name, msg.UNREADABLE.format(label=name, error=exc.strerror)))
             continue
         if stat.S_ISLNK(mode):
-            found.skipped.append(Skipped(shown(name), msg.TOP_SYMLINK))
+            found.skipped.append(Skipped(name, msg.TOP_SYMLINK))
         elif stat.S_ISDIR(mode):
             if name in SKIP_DIRS:
-                found.skipped.append(Skipped(shown(name), msg.SYSTEM_FOLDER))
+                found.skipped.append(Skipped(name, msg.SYSTEM_FOLDER))
             elif metadata and name in metadata:
                 ident = metadata[name]
                 student = _gradescope_key(name, ident)
@@ -198,7 +203,7 @@ def discover(folder: Path) -> tuple[list[Entry], list[Skipped]]:
                 student = _safe_id(name, "student")
                 found.entries.append((student, 0, name, Entry(student, "folder", (path,), notes=notes)))
         elif not stat.S_ISREG(mode):
-            found.skipped.append(Skipped(shown(name), msg.NOT_REGULAR))
+            found.skipped.append(Skipped(name, msg.NOT_REGULAR))
         elif (m := CANVAS.match(name)) is not None:
             canvas.setdefault((m["login"], m["uid"]), []).append((path, m))  # by user: two may share a name
         elif suffix := archive_suffix(name):
@@ -208,9 +213,9 @@ def discover(folder: Path) -> tuple[list[Entry], list[Skipped]]:
             student = _safe_id(name[: -len(".ipynb")], "student")
             found.entries.append((student, 2, name, Entry(student, "notebook", (path,))))
         elif name.lower().endswith(".py"):
-            found.skipped.append(Skipped(shown(name), msg.LOOSE_FILE))
+            found.skipped.append(Skipped(name, msg.LOOSE_FILE))
         else:
-            found.skipped.append(Skipped(shown(name), msg.NOT_A_SUBMISSION))
+            found.skipped.append(Skipped(name, msg.NOT_A_SUBMISSION))
     logins = [login for login, _ in canvas]
     for (login, uid), files in canvas.items():
         student = login if logins.count(login) == 1 else f"{login}_{uid}"  # namesakes keep their own grades
@@ -233,10 +238,10 @@ def _resolve(found: _Found) -> tuple[list[Entry], list[Skipped]]:
         extra = []
         for rank, name, _ in group[1:]:
             if rank == group[0][0] and kept.kind == "folder":  # two Gradescope folders with the same student id
-                reason = msg.DUPLICATE_ID.format(student=student, other=shown(kept_name))
+                reason = msg.DUPLICATE_ID.format(student=student, other=kept_name)
             else:
                 reason = msg.SAME_STUDENT.format(other=shown(kept_name), student=student, rule=_RULE)
-            found.skipped.append(Skipped(shown(name), reason))
+            found.skipped.append(Skipped(name, reason))
             extra.append(msg.ALSO_SUBMITTED.format(other=shown(name), rule=reason))
         if extra:
             kept = Entry(kept.student, kept.kind, kept.paths, kept.identity, kept.notes + tuple(extra))
