@@ -206,7 +206,9 @@ class Gathered:
     def _zip(self, name: str, data: bytes, depth: int, nesting: int) -> None:
         declared = _zip_entries(data)
         if declared > MAX_MEMBERS:  # ZipFile() lists them all before the member limit could stop it
-            raise zipfile.BadZipFile(f"it lists {declared} entries, more than {MAX_MEMBERS}")
+            raise zipfile.BadZipFile(
+                f"it lists {declared} entries, more than {MAX_MEMBERS}; hand in the exercise files themselves"
+            )
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             for m in zf.infolist():
                 if self.stopped or not self._count(name):
@@ -322,7 +324,8 @@ class _Capped:
         data = self.f.read(self.left + 1 if size is None or size < 0 else min(size, self.left + 1))
         self.left -= len(data)
         if self.left < 0:
-            raise tarfile.ReadError(f"it unpacks to more than {human(self.limit)}")
+            more = human(self.limit)
+            raise tarfile.ReadError(f"it unpacks to more than {more}; hand in the exercise files themselves")
         return data
 
     def seek(self, offset: int, whence: int = 0) -> int:

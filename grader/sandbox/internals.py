@@ -56,7 +56,7 @@ def _trigger() -> re.Pattern:
 
 FLAGGED = (
     "flagged for your instructor (no points change): your code reaches into private or interpreter internals, "
-    "which a derivation never needs: {where}."
+    "which a derivation never needs: {where}. Compute each gradient from the inputs your function is given."
 )
 
 
