@@ -255,6 +255,17 @@ def autograd_truth(p, Xb, Yb, v: Variant = EXACT, fwd=forward) -> tuple[dict, di
     return {k: x.detach() for k, x in t.items()}, grads
 
 
+def rounding_noise(p, Xb, Yb, truth: dict, fwd=forward) -> dict[str, float]:
+    """Return, per gradient, how far autograd's float32 truth is from the same gradient computed in float64.
+
+    That distance is float32 rounding, not a mistake: an equally right answer rounded another way (a matmul for a
+    row sum, float64 inside, an exact zero where autograd leaves ~1e-9) may be that far from the truth, and on a
+    geometry where it exceeds allclose's atol such an answer must still pass (compare.compare's noise).
+    """
+    _, exact = autograd_truth({k: v.double() for k, v in p.items()}, Xb, Yb, fwd=fwd)
+    return {k: float((t.double() - exact[k]).abs().max()) if t.numel() else 0.0 for k, t in truth.items()}
+
+
 @dataclass(eq=False)
 class Fixture:
     """One geometry's parameters, batch, forward tensors and true gradients."""
@@ -268,6 +279,7 @@ class Fixture:
     truth: dict[str, torch.Tensor]  # d<var> for every forward variable and parameter
     steps: list = field(default_factory=list)  # ex4.training: [(inputs, truth)] per SGD step
     variants: dict = field(default_factory=dict)  # Variant -> gradients of that known-wrong backward
+    noise: dict = field(default_factory=dict)  # d<var> -> rounding_noise() of its truth
 
     @property
     def n(self) -> int:
@@ -329,6 +341,7 @@ def build(g: Geometry, data: str | None = None, ex4: bool = False) -> Fixture:
     if ex4:
         tensors, _, truth = _ex4_inputs(params, Xb, Yb)
         fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, arena.seal_all(truth))
+        fx.noise = rounding_noise(params, Xb, Yb, truth, fwd=ex4_forward)
         # ex4.training: consecutive SGD steps driven by autograd; the student is fed each step's forward
         p = {k: v.clone() for k, v in params.items()}
         for _ in range(TRAINING_STEPS if g == EX4_PRIMARY else HIDDEN_TRAINING_STEPS):
@@ -339,6 +352,7 @@ def build(g: Geometry, data: str | None = None, ex4: bool = False) -> Fixture:
     else:
         tensors, truth = autograd_truth(params, Xb, Yb)
         fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, arena.seal_all(truth))
+        fx.noise = rounding_noise(params, Xb, Yb, truth)
     _BUILT[key] = fx
     return fx
 

@@ -215,7 +215,7 @@ def _send(fd: int, fixtures: list) -> None:
                 blobs.append(memoryview(t.numpy()).cast("B") if t.numel() else memoryview(b""))
             else:
                 entries.append({"path": path, "int": int(value), "secret": secret})
-        header.append({"digest": fx.corpus_digest, "steps": len(fx.steps), "entries": entries})
+        header.append({"digest": fx.corpus_digest, "steps": len(fx.steps), "noise": fx.noise, "entries": entries})
     head = json.dumps(header).encode()
     for data in (_LENGTH.pack(len(head)), head, *blobs):
         view = memoryview(data)
@@ -270,6 +270,7 @@ def _receive(fd: int, keys: list) -> dict:
         g, _, _ = key
         fx = fixture.Fixture(g, desc["digest"], parts["Xb"], parts["Yb"], parts["params"], parts["tensors"], {})
         fx.truth.update(parts["truth"])
+        fx.noise.update({k: float(v) for k, v in desc["noise"].items()})
         fx.steps.extend(steps)
         built[key] = fx
     return built

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -22,6 +23,22 @@ _STYLE = {
 _LABEL = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "timeout": "TIMEOUT", "not_attempted": "todo"}
 
 
+# Terminal controls a student's text may carry (their output, an exception's message, a file or folder name):
+# escape sequences that rewrite rows, set the clipboard (OSC 52) or hide links, a carriage return that overwrites
+# a line, and the bidi overrides that reorder what is shown. Printed as visible escapes instead.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """Return text with every terminal control character shown as an escape (\\x1b), newlines and tabs kept."""
+    return _CONTROLS.sub(_escaped, text)
+
+
+def _escaped(m: re.Match) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def _fmt(value) -> str:
     if value is None:
         return "-"
@@ -31,12 +48,12 @@ def _fmt(value) -> str:
 
 
 def _wrap(text: str, width: int, indent: str) -> list[str]:
-    return textwrap.wrap(text, width - len(indent), initial_indent=indent, subsequent_indent=indent)
+    return textwrap.wrap(visible(text), width - len(indent), initial_indent=indent, subsequent_indent=indent)
 
 
 def _printed(output: str, width: int, indent: str) -> list[str]:
     """Return the last lines a student's code printed, for the table."""
-    tail = output.strip().splitlines()[-3:]
+    tail = visible(output.strip()).splitlines()[-3:]
     return [f"{indent}it printed: " + t[: width - 20] for t in tail]
 
 
@@ -126,7 +143,7 @@ def emit_json(obj):
 
 def note(message: str):
     """Print a side remark to stderr."""
-    click.echo(message, err=True)
+    click.echo(visible(message), err=True)
 
 
 class Progress:
@@ -147,7 +164,7 @@ class Progress:
         if self._bar is not None:
             self._bar.update(1)
         elif self.total and (self.done == self.total or self.done % max(1, self.total // 10) == 0):
-            click.echo(f"{self.label}: {self.done}/{self.total} {what}".rstrip(), file=self.stream)
+            click.echo(visible(f"{self.label}: {self.done}/{self.total} {what}".rstrip()), file=self.stream)
 
     def close(self):
         if self._bar is not None:

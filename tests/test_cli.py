@@ -294,3 +294,16 @@ def test_a_data_file_too_small_is_a_usage_error_not_a_traceback(tmp_path):
     result = CliRunner().invoke(main, ["ex4", "--full", "--steps", "10", "--data", str(small)])
     assert result.exit_code == 2 and "2 names; at least 100 are needed" in result.output
     assert "Traceback" not in result.output
+
+
+def test_what_a_submission_prints_or_raises_reaches_the_terminal_without_controls(tmp_path):
+    """Output and exception text come from the student: no escape sequence, carriage return or bidi override of
+    theirs reaches the terminal of whoever runs `grade` (a clipboard write, rows rewritten, a hidden link)."""
+    hostile = "\\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\\x07\\x1b[1A\\x1b[2K\\r\\u202e"
+    snippet = f'def dh(dlogits, W2):\n    print("{hostile}ok")\n    raise ValueError("{hostile}bad")\n'
+    sub = with_snippet(tmp_path / "sub", "ex1", snippet)
+    res = CliRunner().invoke(main, ["ex1", "--submission", str(sub), "--only", "dh"])
+    assert res.exit_code == 1, res.output
+    assert "it printed: \\x1b]52;c;" in res.output and "bad" in res.output
+    for control in ("\x1b", "\x07", "\r", "\u202e"):
+        assert control not in res.output, repr(control)

@@ -25,7 +25,7 @@ from grader.reports import EMPTY_CLASS
 from grader.reports.tables import CANVAS_COLUMNS, GRADEBOOK_COLUMNS, canvas_gradebook
 from grader.sandbox import Limits
 from tests import shapes
-from tests.conftest import REFERENCE
+from tests.conftest import EXERCISES, REFERENCE
 
 LIMITS = Limits(timeout=2.0, memory_mb=1024)
 
@@ -263,6 +263,24 @@ def test_a_notebook_entry_goes_through_the_notebook_reader(tmp_path):
     assert msg.NOTEBOOK_USED.format(exercise="ex2", label="nina.ipynb cell 1") in sub.notes
 
 
+def test_the_released_bundle_zipped_whole_is_graded_from_its_filled_notebook(tmp_path):
+    """The stubs beside the notebook (the README's Colab steps zip the bundle whole) do not hide the notebook."""
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(REFERENCE.joinpath("ex2.py").read_text())]
+    folder = tmp_path / "subs" / "dave"
+    (folder / "exercises").mkdir(parents=True)
+    for stub in EXERCISES.glob("ex*.py"):
+        (folder / "exercises" / stub.name).write_text(stub.read_text())
+    nbformat.write(nb, folder / "backprop_ninja.ipynb")
+    sub = read_submission(folder)
+    graded = sub.to_dict()["graded_files"]
+    assert graded["ex2"] == "backprop_ninja.ipynb cell 1"  # the notebook's work, not the stub
+    assert graded["ex1"] == "exercises/ex1.py" and "stub" in sub.flags  # what the notebook lacks: still the stub
+    assert msg.STUB_IGNORED.format(exercise="ex2", labels="exercises/ex2.py") in sub.notes
+    assert msg.STUB_ONLY.format(exercise="ex1", label="exercises/ex1.py") in sub.notes
+
+
 def test_gradescope_metadata_that_cannot_be_read_keeps_folder_names(tmp_path):
     shapes._all(tmp_path / "submission_1")
     (tmp_path / "submission_metadata.yml").write_text("submission_1: [unclosed\n")
@@ -272,16 +290,26 @@ def test_gradescope_metadata_that_cannot_be_read_keeps_folder_names(tmp_path):
     assert skipped[0].reason.startswith(msg.METADATA_UNREADABLE.split("{")[0])
 
 
-def test_two_gradescope_folders_of_one_student_are_one_row(tmp_path):
-    shapes._all(tmp_path / "submission_1")
-    shapes._all(tmp_path / "submission_2")
-    meta = "".join(f"submission_{k}:\n  :submitters:\n  - :name: Ann\n    :sid: '7'\n" for k in (1, 2))
+def test_two_gradescope_folders_claiming_one_student_id_are_graded_apart_and_flagged(tmp_path):
+    """A student who sets their SID to a classmate's (and sorts first) must not replace the classmate's grade."""
+    shapes._all(tmp_path / "submission_1")  # mallory: claims ada's id, and a name that would split into two rows
+    shapes._all(tmp_path / "submission_2")  # ada
+    meta = (
+        "submission_1:\n  :submitters:\n  - :name: 'Mallory; Ada Lovelace'\n    :sid: 'A123'\n    :email: m@x.org\n"
+        "submission_2:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: 'A123'\n    :email: ada@x.org\n"
+    )
     (tmp_path / "submission_metadata.yml").write_text(meta)
     entries, skipped = discover(tmp_path)
-    assert [(e.student, e.path.name) for e in entries] == [("7", "submission_1")]
-    assert {s.name: s.reason for s in skipped}["submission_2"] == msg.DUPLICATE_ID.format(
-        student="7", other="submission_1"
-    )
+    assert [e.student for e in entries] == ["A123_submission_1", "A123_submission_2"]
+    assert [s.name for s in skipped] == ["submission_metadata.yml"]
+    mallory, ada = (read_entry(e) for e in entries)
+    assert "duplicate-id" in mallory.flags and "duplicate-id" in ada.flags
+    assert msg.DUPLICATE_ID.format(student="A123", others="submission_1") in ada.notes
+    assert "sid" not in ada.identity and ada.identity["claimed_sid"] == "A123"
+    assert mallory.identity["name"] == "Mallory, Ada Lovelace"  # one member, one Canvas row
+    result = {"score": 0, "max_score": 42, "items": [], "identity": mallory.identity}
+    rows = list(csv.reader(io.StringIO(canvas_gradebook({"A123_submission_1": result}))))
+    assert [(r[0], r[2]) for r in rows[2:]] == [("Mallory, Ada Lovelace", "")]  # no SIS id for Canvas to match
 
 
 def test_read_submission_takes_a_folder_or_an_archive(tmp_path):

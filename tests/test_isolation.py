@@ -187,6 +187,9 @@ def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_
         "torch's own backward kernel .tanh_backward",
     }  # a gradient nobody derived: aten's backward kernels (and aten.grad, which is autograd) sit behind torch.ops
     assert scan("ex1", 'k = getattr(aten, "native_batch_norm_backward")')
+    for imported in ("from operator import attrgetter as pick", "from operator import *", "from math import vars"):
+        assert scan("ex2", imported)[0].what.startswith("reflection imported by name"), imported
+    assert scan("ex2", "from operator import add, mul") == ()
 
 
 def test_the_fallback_sandbox_grades_without_fork(tmp_path, monkeypatch):

@@ -249,3 +249,26 @@ def test_cells_built_to_make_the_patterns_backtrack_are_read_in_linear_time(tmp_
     lecture.write(path, cells)
     sources, _ = notebook_sources(path)
     assert sorted(sources) == ["ex1", "ex2", "ex3", "ex4"]
+
+
+def test_a_notebook_built_to_make_conversion_slow_or_huge_is_bounded(tmp_path):
+    """A chain of helpers stops at MAX_HELPERS per gradient; a notebook of 500,000 `1;` is refused unparsed."""
+    from grader.notebook.build import MAX_HELPERS
+    from grader.notebook.cells import MAX_CODE_LINES
+
+    chain = "\n".join(f"a{k + 1} = a{k}" for k in range(2 * MAX_HELPERS)) + f"\ndlogprobs = a{2 * MAX_HELPERS}\n"
+    cells = [("code", "a0 = n\n" + chain)]
+    path = lecture.write(tmp_path / "chain.ipynb", cells)
+    sources, _ = notebook_sources(path)
+    text = sources["ex1"].text
+    assert msg.TOO_MANY_HELPERS.format(where="cell 1, line 602", name="dlogprobs", count=MAX_HELPERS) in text
+    path = lecture.write(tmp_path / "semicolons.ipynb", [("code", "1;" * (MAX_CODE_LINES + 1))])
+    sources, notes = notebook_sources(path)
+    assert not sources and any(f"at most {MAX_CODE_LINES:,} are read" in n for n in notes), notes
+
+
+def test_a_notebook_with_a_byte_order_mark_is_read(tmp_path):
+    path = lecture.write(tmp_path / "hw.ipynb", lecture.lecture_cells())
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    sources, notes = notebook_sources(path)
+    assert sorted(sources) == ["ex1", "ex2", "ex3", "ex4"], notes

@@ -146,9 +146,10 @@ def gradescope_metadata(folder: Path) -> dict[str, dict[str, str]]:
         people = [p for p in people if isinstance(p, dict)] if isinstance(people, list) else []
         fields = {}
         for field_name in ("name", "email", "sid"):
-            vals = [_field(p.get(f":{field_name}") or p.get(field_name)) for p in people]
+            # one value per member, empties kept so members stay aligned; a ';' inside a value would make two
+            vals = [_field(p.get(f":{field_name}") or p.get(field_name)).replace(";", ",") for p in people]
             if any(vals):
-                fields[field_name] = "; ".join(v for v in vals if v)
+                fields[field_name] = "; ".join(vals)
         out[str(key)] = fields
     return out
 
@@ -234,19 +235,41 @@ def _resolve(found: _Found) -> tuple[list[Entry], list[Skipped]]:
         by_student.setdefault(student, []).append((rank, name, entry))
     for student in sorted(by_student):
         group = sorted(by_student[student], key=lambda t: (t[0], t[1]))
+        claimed = [(name, e) for rank, name, e in group if rank == 0 and e.kind == "folder" and e.identity]
+        if len(claimed) > 1:  # Gradescope folders naming the same student: graded apart, never one for the other
+            entries += _contested(student, claimed)
+            group = [g for g in group if (g[1], g[2]) not in claimed]
+            if not group:
+                continue
         _, kept_name, kept = group[0]
         extra = []
-        for rank, name, _ in group[1:]:
-            if rank == group[0][0] and kept.kind == "folder":  # two Gradescope folders with the same student id
-                reason = msg.DUPLICATE_ID.format(student=student, other=kept_name)
-            else:
-                reason = msg.SAME_STUDENT.format(other=shown(kept_name), student=student, rule=_RULE)
+        for _, name, _ in group[1:]:
+            reason = msg.SAME_STUDENT.format(other=shown(kept_name), student=student, rule=_RULE)
             found.skipped.append(Skipped(name, reason))
             extra.append(msg.ALSO_SUBMITTED.format(other=shown(name), rule=reason))
         if extra:
             kept = Entry(kept.student, kept.kind, kept.paths, kept.identity, kept.notes + tuple(extra))
         entries.append(kept)
     return entries, sorted(found.skipped, key=lambda s: s.name)
+
+
+def _contested(student: str, claimed: list[tuple[str, Entry]]) -> list[Entry]:
+    """Return each Gradescope folder that claims one student id as a student of its own, flagged.
+
+    A student id (or email) in submission_metadata.yml is what a student's profile says; two folders saying the
+    same could be a roster mistake or one student claiming another's id. Each is graded under `id_folder`, its
+    claimed id kept as `claimed_sid` (not `sid`, so no gradebook import matches either row to the student), and
+    the instructor decides.
+    """
+    out = []
+    for name, e in claimed:
+        ident = dict(e.identity)
+        ident["claimed_sid"] = ident.pop("sid", "")
+        others = ", ".join(shown(n) for n, _ in claimed if n != name)
+        note = msg.DUPLICATE_ID.format(student=student, others=others)
+        key = _safe_id(f"{student}_{name}", name)
+        out.append(Entry(key, e.kind, e.paths, tuple(sorted(ident.items())), (*e.notes, note)))
+    return out
 
 
 def read_entry(entry: Entry) -> IntakeSubmission:

@@ -16,7 +16,10 @@ NOT_A_SUBMISSION = (
 )
 NOTEBOOKS_UNSUPPORTED = "notebooks not supported by this grader version"
 SAME_STUDENT = "also {other} for the same student {student}; {other} was graded ({rule})"
-DUPLICATE_ID = "its student id {student} is already taken by {other}"
+DUPLICATE_ID = (
+    "submission_metadata.yml gives this folder the student id {student}, as it does {others}: each is graded "
+    "apart, flagged duplicate-id, with no sid for a gradebook import to match; check which student is which"
+)
 METADATA_UNREADABLE = "submission_metadata.yml could not be read ({error}); Gradescope folders keep their own names"
 METADATA_USED = "Gradescope metadata: names, emails and student ids of the submission_* folders"
 NOT_IN_METADATA = "{folder} is not listed in submission_metadata.yml; it is keyed by its folder name"

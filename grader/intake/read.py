@@ -26,7 +26,7 @@ STUBS = Path(__file__).resolve().parents[2] / "exercises"
 
 @dataclass
 class IntakeSubmission(Submission):
-    """A Submission with intake's flags for the instructor: 'ambiguous', 'unreadable', 'stub', 'nothing'."""
+    """A Submission with intake's flags: 'ambiguous', 'unreadable', 'stub', 'nothing', 'duplicate-id'."""
 
     flags: list[str] = field(default_factory=list)
 
@@ -76,7 +76,11 @@ def _rank(ex: str, f: Found) -> tuple:
 def choose(name: str, gathered: Gathered, identity: dict | None = None, notes=()) -> IntakeSubmission:
     """Pick one source per exercise from the gathered files, saying in the notes what was graded and why."""
     sub = IntakeSubmission(name, identity=dict(identity or {}), notes=list(notes) + list(gathered.notes))
+    if "claimed_sid" in sub.identity:  # another Gradescope folder names the same student (discover._contested)
+        sub.flags.append("duplicate-id")
     stubs = stub_texts()
+    notebooks = [f for f in gathered.files if is_notebook(f.name.rsplit("/", 1)[-1])]
+    stub_only: dict[str, list] = {}  # exercise -> its stub files, when a notebook may still give it
     for ex in catalogue.EXERCISES:
         cands = [f for f in gathered.files if exercise_of(f.name.rsplit("/", 1)[-1]) == ex]
         if not cands:
@@ -94,6 +98,10 @@ def choose(name: str, gathered: Gathered, identity: dict | None = None, notes=()
             sub.flags.append("unreadable")
             continue
         is_stub = [stubs.get(ex) == _normal(t) for _, t in readable]
+        if all(is_stub) and notebooks:  # the released bundle, zipped whole: its notebook may hold the work
+            stub_only[ex] = readable
+            sub.notes += errors
+            continue
         pool = [r for r, s in zip(readable, is_stub, strict=True) if not s] or readable
         chosen, text = pool[0]
         sub.sources[ex] = Source(ex, chosen.name, text, chosen.name)
@@ -116,7 +124,19 @@ def choose(name: str, gathered: Gathered, identity: dict | None = None, notes=()
             )
             sub.flags.append("ambiguous")
         sub.notes += errors
-    _add_notebooks(sub, [f for f in gathered.files if is_notebook(f.name.rsplit("/", 1)[-1])])
+    _add_notebooks(sub, notebooks)
+    for ex, readable in stub_only.items():
+        labels = ", ".join(f.name for f, _ in readable)
+        if ex in sub.sources:
+            sub.notes.append(msg.STUB_IGNORED.format(exercise=ex, labels=labels))
+            continue
+        (chosen, text), *_ = readable
+        sub.sources[ex] = Source(ex, chosen.name, text, chosen.name)
+        sub.notes += [
+            msg.GRADED_FILE.format(exercise=ex, label=chosen.name),
+            msg.STUB_ONLY.format(exercise=ex, label=chosen.name),
+        ]
+        sub.flags.append("stub")
     if not sub.sources and not sub.problems:
         sub.notes.append(msg.NOTHING_FOUND)
         sub.flags.append("nothing")

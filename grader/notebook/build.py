@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 
 from grader import fixture
@@ -96,16 +97,36 @@ class Function:
     problem_unit: Unit | None = None
 
 
+MAX_HELPERS = 300  # helper statements pulled into one function: a real one needs a handful
+
+
+def _helper_index(pool: list[Unit]) -> dict[str, list[Unit]]:
+    """Index the simple helper statements of a pool by each name they bind, in notebook order."""
+    index: dict[str, list[Unit]] = {}
+    for u in pool:
+        if u.is_simple:
+            for name in u.bound:
+                index.setdefault(name, []).append(u)
+    return index
+
+
+def _latest_before(units: list[Unit], order: float) -> Unit | None:
+    """Return the last of units (in notebook order) that comes before order."""
+    return next((u for u in reversed(units) if u.order < order), None)
+
+
 def _resolve(fn: Function, provided: frozenset, pool: list[Unit], ctx: Context, ex4: bool) -> None:
     """Pull in the helper statements and defs the statements need; name the rest as parameters or a problem."""
     defs: dict[str, Unit] = {}
-    while True:
+    index, chosen, added_count = _helper_index(pool), set(map(id, fn.units)), 0
+    while added_count < MAX_HELPERS:
         missing = _missing(fn.units, provided, ctx, defs)
         added = False
         for unit, name in missing:
-            helpers = [u for u in pool if name in u.bound and u.is_simple and u.order < unit.order]
-            if helpers and helpers[-1] not in fn.units:
-                fn.units = sorted([*fn.units, helpers[-1]], key=lambda u: u.order)
+            helper = _latest_before(index.get(name, []), unit.order)
+            if helper is not None and id(helper) not in chosen:
+                bisect.insort(fn.units, helper, key=lambda u: u.order)
+                chosen.add(id(helper))
                 added = True
                 break
             if name not in defs and ctx.find_def(name) is not None:
@@ -114,6 +135,11 @@ def _resolve(fn: Function, provided: frozenset, pool: list[Unit], ctx: Context, 
                 break
         if not added:
             break
+        added_count += 1
+    else:
+        fn.problem = msg.TOO_MANY_HELPERS.format(where=fn.units[-1].where, name=fn.name, count=MAX_HELPERS)
+        fn.problem_unit = fn.units[-1]
+        return
     fn.defs = sorted(defs.values(), key=lambda u: u.order)
     for unit, name in missing:
         if name in ctx.blocked:
@@ -153,7 +179,10 @@ def gradient_function(grad: str, cells: list[Parsed], ctx: Context, provided: fr
     for u in pool:
         if grad not in u.writes or u.placeholder:
             continue
-        chain = [u] if u.fresh(grad) else [*chain, u]
+        if u.fresh(grad):
+            chain = [u]
+        else:
+            chain.append(u)  # not [*chain, u]: a cell of 100,000 `dC += ...` lines made that quadratic
     if not chain:
         return None
     fn = Function(grad, list(chain), returns=grad)

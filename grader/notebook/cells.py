@@ -7,7 +7,9 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_NOTEBOOK_BYTES = 8 << 20
+from grader.intake.files import MAX_NOTEBOOK_BYTES  # intake's cap: a notebook it reads is never refused here
+
+MAX_CODE_LINES = 20_000  # lines of code (and `;`-separated statements) in one notebook; the lecture's has ~500
 PYTHON_CELL_MAGICS = ("time", "timeit", "capture", "prun")  # %%magics whose body is still Python
 _LINE_MAGIC = re.compile(r"^(\s*)(?:[%!]|[\w.\[\]]+\s*=\s*[%!])")
 _HELP = re.compile(r"^(\s*)[\w.]+\?{1,2}\s*$")
@@ -48,6 +50,11 @@ def code_cell(label: str, text: str) -> Cell:
     return Cell(label, code, magic=magic)
 
 
+def _statements(code: str) -> int:
+    """Return a cheap upper bound on a cell's statements: its lines of code (not blank, not comments) and `;`s."""
+    return sum(1 for line in code.splitlines() if line.strip() and not line.lstrip().startswith("#")) + code.count(";")
+
+
 def read_notebook(path: Path) -> list[Cell]:
     """Read an .ipynb with nbformat; cells are numbered from 1, markdown included, as they appear on screen."""
     import nbformat
@@ -57,7 +64,7 @@ def read_notebook(path: Path) -> list[Cell]:
         raise ValueError(f"larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
     with warnings.catch_warnings():  # a notebook written without cell ids is read all the same: no stderr noise
         warnings.simplefilter("ignore")
-        nb = nbformat.reads(raw.decode("utf-8", errors="replace"), as_version=nbformat.NO_CONVERT)
+        nb = nbformat.reads(raw.decode("utf-8-sig", errors="replace"), as_version=nbformat.NO_CONVERT)
     if nb.get("nbformat", 4) < 4:
         nb = nbformat.convert(nb, 4)
     cells = []
@@ -68,4 +75,7 @@ def read_notebook(path: Path) -> list[Cell]:
             cells.append(code_cell(f"cell {k}", source))
         else:
             cells.append(Cell(f"cell {k}", markdown=source))
+    lines = sum(_statements(c.code) for c in cells)
+    if lines > MAX_CODE_LINES:  # parsing costs ~1 GB per MB of `1;1;1;...`: refused before any parse
+        raise ValueError(f"holds {lines:,} lines or statements of code; at most {MAX_CODE_LINES:,} are read")
     return cells

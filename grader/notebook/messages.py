@@ -9,6 +9,10 @@ UPDATE_FIRST = (
     "{where}: `{code}` updates {name}, but no statement before it assigns {name}. Start with `{name} = ...` "
     "(for example `{name} = torch.zeros_like(...)`)."
 )
+TOO_MANY_HELPERS = (
+    "{where}: `{name}` needs more than {count} other statements to be computed; the grader stops there. Keep each "
+    "gradient's computation to the statements it needs."
+)
 UNDEFINED = (
     "{where}: `{code}` uses `{name}`, which nothing in the exercise defines. The grader gives forward tensors, "
     "parameters, Xb, Yb, n and earlier gradients by name; anything else must be computed in the exercise's cells."

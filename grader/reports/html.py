@@ -30,6 +30,7 @@ FLAG_MEANING = {
     "unreadable": "an exercise file could not be read or decoded",
     "stub": "an exercise file is the unmodified stub",
     "nothing": "no exercise file was found",
+    "duplicate-id": "another Gradescope folder claims the same student id; both are graded apart, neither has a sid",
 }
 
 # the page may load nothing from anywhere: everything it needs is inline

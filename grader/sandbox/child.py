@@ -23,6 +23,7 @@ import torch.autograd.forward_ad
 import torch.autograd.functional
 import torch.func
 import torch.nn.functional  # noqa: F401  (imported before the jail closes)
+from torch.utils import _python_dispatch as dispatch
 
 from grader import arena, wire
 from grader.sandbox import jail
@@ -78,6 +79,8 @@ class BlockedImport(ImportError):
 
 
 _AUTOGRAD_CALLS: list[str] = []
+_PUSH_MODE, _POP_MODE, _MODE_STACK = dispatch._push_mode, dispatch._pop_mode, dispatch._get_current_dispatch_mode_stack
+_STACK_LEN = torch._C._len_torch_dispatch_stack
 _IN_STUDENT = [False]  # True once the child is armed: from then on only student code and its results run there
 _REAL_SET_GRAD = [torch._C._set_grad_enabled]
 
@@ -103,6 +106,40 @@ class _Tripped:
         return _tripwire(self._name)()
 
 
+class _KernelWatch(dispatch.TorchDispatchMode):
+    """See every aten op a call runs, however student code reached it, and refuse torch's backward kernels.
+
+    `_log_softmax_backward_data`, `tanh_backward`, `native_batch_norm_backward` ... are autograd's own formulas:
+    reached through torch.ops, torch._C or a name built at run time, they give a gradient nobody derived. Honest
+    code never runs one (no autograd runs in a child), so any of them is recorded as autograd and refused.
+    """
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # else torch wraps __torch_dispatch__ to import all of torch._dynamo (1 s) on first use
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if "backward" in name:
+            _tripwire(f"torch's backward kernel aten::{name.split('.')[0]}")()
+        return func(*args, **(kwargs or {}))
+
+
+def _watch_kernels() -> _KernelWatch:
+    watch = _KernelWatch()
+    _PUSH_MODE(watch)
+    return watch
+
+
+def _unwatch_kernels(watch: _KernelWatch) -> None:
+    """Leave the watch; a call that took it off the stack (or left modes of its own on it) is recorded."""
+    stack = _MODE_STACK()
+    if not stack or stack[-1] is not watch:
+        _AUTOGRAD_CALLS.append("the grader's watch on torch's kernels was taken off or covered")
+    while _STACK_LEN():
+        _POP_MODE()
+
+
 _WARM = [False]
 
 
@@ -119,6 +156,9 @@ def warm_up():
     x.index_add_(0, torch.tensor([0, 0]), torch.ones(2, 3))
     torch.nn.functional.one_hot(torch.tensor([1, 2]), 3).float() @ x.T
     torch.nn.functional.cross_entropy(x, torch.tensor([0, 1, 2, 0]))
+    watch = _watch_kernels()
+    x * 2
+    _unwatch_kernels(watch)
     jail.seccomp_program()  # built once here; each child only installs it
 
 
@@ -331,8 +371,9 @@ class ChildServer:
         enc = wire.Encoder()
         del _AUTOGRAD_CALLS[:]
         header: dict = {"ok": True}
+        watch = _watch_kernels()  # until the inputs are digested: student code may run until then (a dict's items)
         try:
-            value = fn(**args)
+            value = _call(fn, args)
             _grad_mode_check()
             with torch._C.DisableTorchFunction():  # a tensor subclass's __torch_function__ never runs from here on
                 header["value"] = enc.value(_as_plain(value))
@@ -343,6 +384,7 @@ class ChildServer:
                 header["after"] = {k: wire.digest(_as_plain(v)) for k, v in args.items() if isinstance(v, torch.Tensor)}
         except BaseException as exc:  # noqa: B036 - an input the student turned into something else
             header = {"ok": False, "error": describe_exception(exc, self.path), "after": {}}
+        _unwatch_kernels(watch)
         _grad_mode_check()
         header["autograd"] = sorted(set(_AUTOGRAD_CALLS))[:16]
         return header, enc.blob()
@@ -390,11 +432,13 @@ def _plain(value):
 
 
 def _as_plain(value):
-    """Return a returned tensor as a plain torch.Tensor (a subclass could run code on every op), dicts too."""
+    """Return a returned tensor as a plain, dense torch.Tensor (a subclass could run code on every op), dicts too."""
     if isinstance(value, dict):
         return {k: _as_plain(v) for k, v in list(value.items())[: wire.MAX_ITEMS]}
     if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
-        return torch.Tensor._make_subclass(torch.Tensor, value.detach(), False)
+        value = torch.Tensor._make_subclass(torch.Tensor, value.detach(), False)
+    if isinstance(value, torch.Tensor) and value.layout != torch.strided:  # a sparse dC is a dC: its values count
+        value = value.to_dense()
     return value
 
 
@@ -409,6 +453,22 @@ def _grad_mode_check():
         _AUTOGRAD_CALLS.append("autograd by another route (torch.ops, TorchScript, ...): a gradient graph was built")
 
 
+def _call(fn, args: dict):
+    """Call fn with its inputs by name; those before a `/` (positional-only) go by position, in order."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn(**args)
+    positional, args = [], dict(args)  # the caller's dict stays whole: every input is digested after the call
+    for p in params:
+        if p.kind != p.POSITIONAL_ONLY:
+            break
+        if p.name not in args and p.default is p.empty:
+            break  # a missing input: the call raises TypeError as it would anywhere
+        positional.append(args.pop(p.name) if p.name in args else p.default)
+    return fn(*positional, **args)
+
+
 def _signature(fn) -> dict:
     try:
         sig = inspect.signature(fn)
@@ -417,7 +477,11 @@ def _signature(fn) -> dict:
     params, error = [], None
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            error = f"*{p.name}/**{p.name} cannot be bound: name each input you need as a parameter"
+            star = "*" if p.kind == p.VAR_POSITIONAL else "**"
+            error = error or (
+                f"{star}{p.name[:100]} cannot be bound: name each input you need as a parameter (a decorator "
+                "keeps the parameters visible only with functools.wraps)"
+            )
         else:
             params.append({"name": p.name[:200], "default": p.default is not p.empty})
     return {"params": params[: wire.MAX_ITEMS], "error": error}

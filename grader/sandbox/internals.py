@@ -24,6 +24,7 @@ RISKY_ATTRIBUTES = frozenset(
     "tb_next get_objects get_referrers get_referents attrgetter methodcaller mro ctypeslib".split()
 )
 RISKY_NAMES = frozenset("__builtins__ __loader__ __spec__".split())
+BY_NAME = REFLECTIVE_CALLS | RISKY_ATTRIBUTES  # imported from a module, each reaches attributes by a computed name
 # torch's operator registry and compilers: aten's own backward kernels (tanh_backward, embedding_dense_backward,
 # native_batch_norm_backward) give a gradient nobody derived, and aten.grad runs autograd itself
 TORCH_BACKDOORS = frozenset("ops jit library".split())
@@ -46,10 +47,11 @@ class Flag:
 
 def _trigger() -> re.Pattern:
     words = sorted(REFLECTIVE_CALLS | RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | TORCH_BACKDOORS)
-    # an attribute after a dot, a name, an import, a match pattern (`case object(__globals__=g)`), a "_string",
+    # an attribute after a dot, a name, an import (a star too), a match pattern (`case object(__globals__=g)`),
+    # a "_string",
     # a backward kernel's name
     return re.compile(
-        r"\.[\s\\]*_|\b(?:" + "|".join(map(re.escape, words)) + r")\b|import\s+_|from\s+_|\bcase\b|['\"]_"
+        r"\.[\s\\]*_|\b(?:" + "|".join(map(re.escape, words)) + r")\b|import\s+_|import\s*\*|from\s+_|\bcase\b|['\"]_"
         r"|_backward"
     )
 
@@ -128,4 +130,8 @@ def _what(node: ast.AST) -> str | None:
         risky = [n for n in names if n.split(".")[0] in RISKY_MODULES]
         if risky:
             return f"interpreter module {risky[0]}"
+        if isinstance(node, ast.ImportFrom):  # `from operator import attrgetter as pick`: getattr by another name
+            reached = [a.name for a in node.names if a.name in BY_NAME or (a.name == "*" and node.module == "operator")]
+            if reached:
+                return f"reflection imported by name: {reached[0]}"
     return None

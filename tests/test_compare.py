@@ -1,0 +1,54 @@
+"""Answers as right as autograd's pass on every geometry: the truth's own float32 rounding is not a mistake."""
+
+from __future__ import annotations
+
+import torch
+
+from grader import catalogue, fixture
+from grader import compare as cmp
+from grader.runner import Outcome, judge
+from grader.wire import Returned
+
+GEOMETRIES = 60
+
+
+def _exact_answers(fx: fixture.Fixture) -> dict[str, torch.Tensor]:
+    """Return right answers rounded otherwise than autograd's: the float64 gradient cast down, an exact zero."""
+    _, exact = fixture.autograd_truth({k: v.double() for k, v in fx.params.items()}, fx.Xb, fx.Yb)
+    return {
+        "dW2 in float64": ("dW2", exact["dW2"].float()),
+        "dlogit_maxes = 0": ("dlogit_maxes", torch.zeros_like(fx.truth["dlogit_maxes"])),
+        "db1 = 0": ("db1", torch.zeros_like(fx.truth["db1"])),
+        "dlogit_maxes by matmul": (
+            "dlogit_maxes",
+            -(fx.truth["dnorm_logits"] @ torch.ones(fx.truth["dnorm_logits"].shape[1], 1)),
+        ),
+    }
+
+
+def test_answers_as_right_as_autograds_pass_on_every_hidden_geometry():
+    missed_by_allclose, judged = set(), 0
+    items = {i.var: i for i in catalogue.items(("ex1",))}
+    public = fixture.build(fixture.PRIMARY)
+    for k in range(GEOMETRIES):
+        fx = fixture.build(fixture.hidden_geometry(f"noise-{k}"))
+        answers, public_answers = _exact_answers(fx), _exact_answers(public)
+        for label, (grad, value) in answers.items():
+            if not torch.allclose(value, fx.truth[grad], atol=1e-8):
+                missed_by_allclose.add(label)
+            item = items[grad[1:]]
+            on_public = Outcome(value=Returned(public_answers[label][1], False, False))
+            result = judge(item, on_public, Outcome(value=Returned(value, False, False)), public, fx)
+            assert (result.status, result.traps) == ("passed", []), (label, k, result.message)
+            judged += 1
+    # the test means something only if plain allclose (atol 1e-8) fails some of these geometries
+    assert {"dW2 in float64", "dlogit_maxes = 0"} <= missed_by_allclose
+    assert judged == 4 * GEOMETRIES
+
+
+def test_the_noise_term_is_far_below_any_mistake():
+    fx = fixture.build(fixture.PRIMARY)
+    for grad, truth in fx.truth.items():
+        scale = float(truth.abs().max())
+        if scale > 1e-6:  # dlogit_maxes and db1 are rounding through and through
+            assert cmp.NOISE_SLACK * fx.noise[grad] < 1e-5 * scale, grad
