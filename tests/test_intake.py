@@ -441,3 +441,26 @@ def test_a_zip_listing_more_entries_than_the_limit_is_refused_before_it_is_liste
     path.write_bytes(buf.getvalue())
     sub = read_submission(path)
     assert any("it lists 70000 entries, more than 10000" in n for n in sub.notes), sub.notes
+
+
+def test_two_notebooks_that_give_an_exercise_differently_are_flagged_ambiguous(tmp_path):
+    """A scratch `Untitled.ipynb` beside the homework: the notebook giving more exercises wins, and it is flagged."""
+    nbformat = pytest.importorskip("nbformat")
+
+    def write(name, *exercises, extra=""):
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(REFERENCE.joinpath(f"{ex}.py").read_text() + extra) for ex in exercises]
+        nbformat.write(nb, folder / name)
+
+    folder = tmp_path / "alice"
+    folder.mkdir()
+    scratch = "\n\ndef dlogits(logits, Yb, n):\n    return logits * 0\n"
+    write("Untitled.ipynb", "ex2", extra=scratch)  # sorts first, gives one exercise, differently
+    write("makemore_part4_backprop.ipynb", "ex2", "ex3")
+    sub = read_submission(folder)
+    assert sub.to_dict()["graded_files"] == {
+        "ex2": "makemore_part4_backprop.ipynb cell 1",
+        "ex3": "makemore_part4_backprop.ipynb cell 2",
+    }
+    assert "ambiguous" in sub.flags
+    assert any(n.startswith("ex2: AMBIGUOUS, 2 different notebooks") and "Untitled.ipynb" in n for n in sub.notes)

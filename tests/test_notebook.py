@@ -272,3 +272,56 @@ def test_a_notebook_with_a_byte_order_mark_is_read(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     sources, notes = notebook_sources(path)
     assert sorted(sources) == ["ex1", "ex2", "ex3", "ex4"], notes
+
+
+def _with(cells, old: str, new: str):
+    """Return the cells with one text replaced in the cell that holds it."""
+    hits = [k for k, (_, text) in enumerate(cells) if old in text]
+    assert len(hits) == 1, old
+    kind, text = cells[hits[0]]
+    return [*cells[: hits[0]], (kind, text.replace(old, new)), *cells[hits[0] + 1 :]]
+
+
+def test_ex4_backprop_may_read_a_forward_value_its_own_loop_computes(tmp_path):
+    """`bndiff = hprebn - bnmean` in the loop's forward, read by the backprop: the grader computes it too."""
+    cells = _with(
+        lecture.lecture_cells(),
+        "bnraw = (hprebn - bnmean) * bnvar_inv",
+        "bndiff = hprebn - bnmean\n        bnraw = bndiff * bnvar_inv",
+    )
+    cells = _with(cells, "        dbngain = (bnraw * dhpreact)", "        dbngain = (bndiff * bnvar_inv * dhpreact)")
+    items, sources, _ = _graded(tmp_path, cells, exercises=("ex4",))
+    assert all(i.status == "passed" for i in items.values()), {k: i.message for k, i in items.items()}
+    assert "bndiff = hprebn - bnmean" in sources["ex4"].text
+
+
+def test_a_pasted_stub_file_gives_way_to_the_cells_that_compute_the_gradients(tmp_path):
+    cells = lecture.lecture_cells()
+    k = _ex1_cell(cells)
+    stub = (Path(__file__).parents[1] / "exercises" / "ex1.py").read_text()
+    items, _, notes = _graded(tmp_path, [*cells[:k], ("code", stub), *cells[k:]], exercises=("ex1",))
+    assert sum(i.status == "passed" for i in items.values()) >= 25, notes  # the lecture's own dbnmeani aside
+    stub_only = [("code", stub)]
+    (tmp_path / "only").mkdir()
+    items, _, _ = _graded(tmp_path / "only", stub_only, exercises=("ex1",))
+    assert all(i.status == "not_attempted" for i in items.values())
+
+
+def test_ex3_worked_through_batchnorms_steps_is_ex3_and_hides_no_ex1_answer(tmp_path):
+    """An unmarked cell in Ex3's section computing dhprebn through dbnraw: Ex3's, with dbnraw worked out there.
+
+    Counted as Ex1 it left Ex3 ungraded and its fresh `dhprebn = ...` replaced Ex1's own (a wrong one passed).
+    """
+    ex3 = (
+        "dbnraw = bngain * dhpreact\n"
+        "dhprebn = bnvar_inv/n * (n*dbnraw - dbnraw.sum(0) - n/(n-1)*bnraw*(dbnraw*bnraw).sum(0))\n"
+    )
+    cells = _with(lecture.lecture_cells(), lecture.EX3, ex3)
+    k = _ex1_cell(cells)
+    kind, text = cells[k]
+    cells[k] = (kind, text.replace("dhprebn = dbndiff.clone()", "dhprebn = 2 * dbndiff.clone()"))  # a wrong Ex1 step
+    assert cells[k][1] != text
+    items, sources, notes = _graded(tmp_path, cells, exercises=("ex1", "ex3"))
+    assert items["ex3.dhprebn"].status == "passed", (items["ex3.dhprebn"].message, notes)
+    assert "dbnraw = bngain * dhpreact" in sources["ex3"].text
+    assert items["ex1.dhprebn"].status == "failed"

@@ -45,6 +45,10 @@ ARCHIVE_UNREADABLE = "{name} could not be opened: {error}"
 ARCHIVE_LIMIT = "{name}: stopped reading after {limit}; the rest of the archive was not read"
 UNREADABLE = "{label} could not be read: {error}"
 UNDECODABLE = "{label} is not valid Python source text: {error}"
+NOTEBOOK_AMBIGUOUS = (
+    "{exercise}: AMBIGUOUS, {count} different notebooks give it: graded {label} (the one giving the most "
+    "exercises, then the shallowest, then the first by name); not graded: {others}"
+)
 NOTEBOOK_USED = "{exercise}: graded from the notebook {label}"
 NOTEBOOK_SHADOWED = "ignored the notebook {name}: every exercise it could give already has a .py file"
 NOTEBOOK_NOTE = "{name}: {note}"

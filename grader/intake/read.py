@@ -152,36 +152,50 @@ def _notebook_reader():
 
 
 def _add_notebooks(sub: IntakeSubmission, notebooks: list[Found]) -> None:
-    """Fill the exercises no .py file gave from the submission's notebooks, shallowest first."""
+    """Fill the exercises no .py file gave from the submission's notebooks.
+
+    Each exercise comes from the notebook that gives the most of the missing exercises, then the shallowest,
+    then the first by name; another notebook giving the same exercise differently flags it `ambiguous`.
+    """
     if not notebooks:
         return
     missing = [ex for ex in catalogue.EXERCISES if ex not in sub.sources and ex not in sub.problems]
     reader = _notebook_reader()
+    read = []  # (notebook, its sources, its notes)
     for nb in sorted(notebooks, key=lambda f: (f.depth, f.name)):
         if not missing:
             sub.notes.append(msg.NOTEBOOK_SHADOWED.format(name=nb.name))
-            continue
-        if reader is None:
+        elif reader is None:
             sub.notes.append(msg.NOTEBOOK_NOTE.format(name=nb.name, note=msg.NOTEBOOKS_UNSUPPORTED))
-            continue
-        if nb.data is None:
+        elif nb.data is None:
             sub.notes.append(msg.UNREADABLE.format(label=nb.name, error=nb.error))
-            continue
-        with tempfile.TemporaryDirectory(prefix="grader-nb-") as tmp:
-            path = Path(tmp) / Path(nb.name).name
-            path.write_bytes(nb.data)
-            sources, notes = reader(path)
-        wanted = tuple(f"{ex}:" for ex in missing)
-        others = tuple(f"{ex}:" for ex in catalogue.EXERCISES if ex not in missing)
+        else:
+            with tempfile.TemporaryDirectory(prefix="grader-nb-") as tmp:
+                path = Path(tmp) / Path(nb.name).name
+                path.write_bytes(nb.data)
+                sources, notes = reader(path)
+            read.append((nb, path.name, sources, notes))
+    read.sort(key=lambda r: -sum(ex in r[2] for ex in missing))  # stable: depth and name break ties
+    wanted = tuple(f"{ex}:" for ex in missing)
+    others = tuple(f"{ex}:" for ex in catalogue.EXERCISES if ex not in missing)
+    for nb, _, _, notes in read:
         kept = [n for n in notes if n.startswith(wanted) or not n.startswith(others)]  # not about a .py's exercise
         sub.notes += [msg.NOTEBOOK_NOTE.format(name=nb.name, note=n) for n in kept]
-        for ex in list(missing):
-            if ex in sources:
-                src = sources[ex]
-                label = src.label.replace(path.name, nb.name, 1) if src.label else nb.name
-                sub.sources[ex] = dataclasses.replace(src, path=nb.name, label=label)
-                sub.notes.append(msg.NOTEBOOK_USED.format(exercise=ex, label=label))
-                missing.remove(ex)
+    for ex in missing:
+        givers = [(nb, base, sources[ex]) for nb, base, sources, _ in read if ex in sources]
+        if not givers:
+            continue
+        nb, base, src = givers[0]
+        label = src.label.replace(base, nb.name, 1) if src.label else nb.name
+        sub.sources[ex] = dataclasses.replace(src, path=nb.name, label=label)
+        sub.notes.append(msg.NOTEBOOK_USED.format(exercise=ex, label=label))
+        differing = [other.name for other, _, s in givers[1:] if s.text != src.text]
+        if differing:
+            count = 1 + len({s.text for _, _, s in givers[1:] if s.text != src.text})
+            shown = ", ".join(differing)
+            sub.notes.append(msg.NOTEBOOK_AMBIGUOUS.format(exercise=ex, count=count, label=nb.name, others=shown))
+            if "ambiguous" not in sub.flags:
+                sub.flags.append("ambiguous")
 
 
 def with_intake(result: dict, submission: Submission) -> dict:

@@ -100,12 +100,16 @@ class Function:
 MAX_HELPERS = 300  # helper statements pulled into one function: a real one needs a handful
 
 
-def _helper_index(pool: list[Unit]) -> dict[str, list[Unit]]:
-    """Index the simple helper statements of a pool by each name they bind, in notebook order."""
+def _helper_index(pool: list[Unit], inline: frozenset = frozenset()) -> dict[str, list[Unit]]:
+    """Index the simple helper statements of a pool by each name they bind, in notebook order.
+
+    inline: gradient names the exercise computes from its own cells (Ex3's dbnraw, ...), whose statements are
+    helpers too.
+    """
     index: dict[str, list[Unit]] = {}
     for u in pool:
         if u.is_simple:
-            for name in u.bound:
+            for name in u.bound or [w for w in u.writes if w in inline and len(u.writes) == 1]:
                 index.setdefault(name, []).append(u)
     return index
 
@@ -115,10 +119,12 @@ def _latest_before(units: list[Unit], order: float) -> Unit | None:
     return next((u for u in reversed(units) if u.order < order), None)
 
 
-def _resolve(fn: Function, provided: frozenset, pool: list[Unit], ctx: Context, ex4: bool) -> None:
+def _resolve(
+    fn: Function, provided: frozenset, pool: list[Unit], ctx: Context, ex4: bool, inline: frozenset = frozenset()
+) -> None:
     """Pull in the helper statements and defs the statements need; name the rest as parameters or a problem."""
     defs: dict[str, Unit] = {}
-    index, chosen, added_count = _helper_index(pool), set(map(id, fn.units)), 0
+    index, chosen, added_count = _helper_index(pool, inline), set(map(id, fn.units)), 0
     while added_count < MAX_HELPERS:
         missing = _missing(fn.units, provided, ctx, defs)
         added = False
@@ -172,8 +178,13 @@ def _missing(units: list[Unit], provided: frozenset, ctx: Context, defs: dict) -
     return out
 
 
-def gradient_function(grad: str, cells: list[Parsed], ctx: Context, provided: frozenset) -> Function | None:
-    """Build one gradient's function from its statements in order (a fresh `dX = ...` starts it again)."""
+def gradient_function(
+    grad: str, cells: list[Parsed], ctx: Context, provided: frozenset, inline: frozenset = frozenset()
+) -> Function | None:
+    """Build one gradient's function from its statements in order (a fresh `dX = ...` starts it again).
+
+    inline: other gradients the function computes from the cells' own statements instead of asking for them.
+    """
     pool = [u for p in cells for u in p.units]
     chain: list[Unit] = []
     for u in pool:
@@ -196,7 +207,8 @@ def gradient_function(grad: str, cells: list[Parsed], ctx: Context, provided: fr
         fn.problem = msg.UPDATE_FIRST.format(where=chain[0].where, code=chain[0].code, name=grad)
         fn.problem_unit = chain[0]
         return fn
-    _resolve(fn, provided - {grad}, [u for u in pool if not u.writes], ctx, ex4=False)
+    helpers = [u for u in pool if not u.writes or (grad not in u.writes and set(u.writes) <= inline)]
+    _resolve(fn, provided - {grad}, helpers, ctx, ex4=False, inline=inline)
     return fn
 
 
@@ -217,7 +229,9 @@ def backward_function(cell: Parsed, block: list[Unit], ctx: Context) -> Function
         written = {w for u in chosen for w in u.writes}
         returns = "{" + ", ".join(f"{g!r}: {g}" for g in EX4_GRADS if g in written) + "}"
     fn = Function("backward", chosen, returns=returns)
-    _resolve(fn, INPUTS["ex4"], [u for u in block if u.is_simple and not u.writes], ctx, ex4=True)
+    # helpers: the block's own, and the loop's forward values (`bndiff = hprebn - bnmean`) the backprop reads
+    helpers = [u for u in [*layout.training_forward(cell), *block] if u.is_simple and not u.writes]
+    _resolve(fn, INPUTS["ex4"], helpers, ctx, ex4=True)
     return fn
 
 

@@ -48,28 +48,38 @@ def _label(name: str, cells: list[Cell]) -> str:
     return f"{name} {', '.join(labels)}".strip()
 
 
-def _functions(ex: str, cells: list[layout.Parsed], ctx: build.Context) -> tuple[list[build.Function], str]:
-    """Return the straight-line functions of one exercise, and what they are for the note."""
+def _functions(ex: str, cells: list[layout.Parsed], ctx: build.Context) -> tuple[list[build.Function], str, dict]:
+    """Return the straight-line functions of one exercise, what they are for the note, and the defs it keeps.
+
+    A def that only raises NotImplementedError (the stub file pasted into a cell) gives way to statements that
+    compute the same gradient; with no such statements it stays, and the item is not attempted.
+    """
     defined = build.defined_functions(cells, ex)
+    real = {k: u for k, u in defined.items() if not nm.is_stub_def(u.node)}
     if ex == "ex4":
         for p in reversed(cells):
-            if "backward" in defined:
+            if "backward" in real:
                 break
             fn = build.backward_function(p, layout.training_block(p) or p.units, ctx)
             if fn is not None:
-                return [fn], "the manual backprop of the training loop"
-        return [], "def backward"
-    provided = build.INPUTS[ex] | nm.GRADIENT_NAMES
-    fns = [build.gradient_function(g, cells, ctx, provided) for g in layout.FUNCTIONS[ex] if g not in defined]
+                return [fn], "the manual backprop of the training loop", real
+        return [], "def backward", defined
+    if ex == "ex1":  # each step may ask for the true gradient of any variable before it
+        provided, inline = build.INPUTS[ex] | nm.GRADIENT_NAMES, frozenset()
+    else:  # Ex2 and Ex3 get only what their one call is given; other gradients are worked out in their cells
+        (call,) = catalogue.select((ex,))
+        provided = build.INPUTS[ex] | frozenset(call.grads)
+        inline = frozenset(nm.GRADIENT_NAMES) - provided
+    fns = [build.gradient_function(g, cells, ctx, provided, inline) for g in layout.FUNCTIONS[ex] if g not in real]
     fns = [f for f in fns if f is not None]
-    count = len(fns) + len(defined)
+    kept = {k: u for k, u in defined.items() if k in real or all(f.name != k for f in fns)}
+    count = len(fns) + len(kept)
     what = ex == "ex1" and f"{count} of {len(layout.EX1_GRADS)} gradients" or layout.FUNCTIONS[ex][0]
-    return fns, what
+    return fns, what, kept
 
 
 def _exercise(ex, cells, ctx, name, path) -> tuple[Source | None, list[str]]:
-    fns, what = _functions(ex, cells, ctx)
-    defined = build.defined_functions(cells, ex)
+    fns, what, defined = _functions(ex, cells, ctx)
     if not fns and not defined:
         return None, []
     text = _Text()

@@ -97,6 +97,7 @@ class Parsed:
     error_line: int = 0
     marker: str | None = None  # 'ex2' when a comment or markdown says "Exercise 2"
     block: list[Unit] | None | bool = False  # Ex4's training block, once looked for
+    forward: list[Unit] = field(default_factory=list)  # the same loop's statements before `loss = ...`
 
     @property
     def writes(self) -> set[str]:
@@ -223,6 +224,11 @@ def training_block(p: Parsed) -> list[Unit] | None:
     return p.block
 
 
+def training_forward(p: Parsed) -> list[Unit]:
+    """Return the statements before `loss = ...` in the loop training_block() found (none if it found none)."""
+    return p.forward if training_block(p) is not None else []
+
+
 def _training_block(p: Parsed) -> list[Unit] | None:
     found: list = []
 
@@ -232,7 +238,7 @@ def _training_block(p: Parsed) -> list[Unit] | None:
         if in_loop and losses:
             after = flat[losses[-1] + 1 :]
             if any(nm.gradient_writes(s) and not nm.is_placeholder(s) for s in after):
-                found.append(after)
+                found.append((flat[: losses[-1]], after))
         for s in flat:
             for child in ("body", "orelse", "finalbody"):
                 if isinstance(getattr(s, child, None), list) and not isinstance(s, ast.FunctionDef):
@@ -245,7 +251,12 @@ def _training_block(p: Parsed) -> list[Unit] | None:
         return None
     code_lines = p.cell.code.splitlines()
     base = p.units[0].order if p.units else 0
-    return [make_unit(node, p.cell, code_lines, base + k / 1000) for k, node in enumerate(found[-1])]
+    before, after = found[-1]
+    # the loop's forward statements come just before (between this cell's start and the previous cell's end)
+    p.forward = [
+        make_unit(node, p.cell, code_lines, base - 1 + (k + 1) / (len(before) + 1)) for k, node in enumerate(before)
+    ]
+    return [make_unit(node, p.cell, code_lines, base + k / 1000) for k, node in enumerate(after)]
 
 
 def by_content(p: Parsed) -> str:
@@ -284,8 +295,22 @@ def classify(parsed: list[Parsed]) -> dict[str, list[Parsed]]:
         content = by_content(p)
         if content == "ex1" and section and section != "ex1" and fits(section, p) and not p.writes & EX1_ONLY:
             content = section
+        elif content == "ex1" and section == "ex3" and _through_batchnorm(p):
+            content = "ex3"  # Ex3 worked out through BatchNorm's own steps (dbnraw, ...), in Ex3's section
         out[content].append(p)
     return out
+
+
+# BatchNorm's intermediate gradients between dhpreact and dhprebn
+_BATCHNORM_STEPS = frozenset("dbnraw dbnvar_inv dbnvar dbndiff2 dbndiff dbnmeani".split())
+
+
+def _through_batchnorm(p: Parsed) -> bool:
+    """Return whether a cell computes dhprebn from dhpreact alone, through BatchNorm's intermediate gradients."""
+    writes = p.writes
+    return (
+        "dhprebn" in writes and writes <= _BATCHNORM_STEPS | {"dhprebn"} and p.gradient_reads() - writes <= {"dhpreact"}
+    )
 
 
 def broken_cells(parsed: list[Parsed]) -> dict[str, Parsed]:

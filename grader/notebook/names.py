@@ -131,6 +131,19 @@ def is_placeholder(stmt: ast.stmt) -> bool:
     return all(isinstance(v, ast.Constant) and v.value is None for v in values)
 
 
+def is_stub_def(stmt: ast.stmt) -> bool:
+    """Return whether a def does nothing but raise NotImplementedError (the released stub, pasted in a cell)."""
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    body = stmt.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
 def is_fresh(stmt: ast.stmt, name: str, read: list[str] | None = None) -> bool:
     """Return whether a statement gives `name` a new value without reading the old one (`dX = ...`)."""
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
