@@ -144,10 +144,11 @@ def grade_batch(
         try:
             graded = pool.run(work, _grade_one, jobs=jobs, deadline=deadline, after_first=collapse)
             for (entry, *_), result, why in graded:
-                if result is None:
-                    result = _failed(entry, why, policy, data)
-                _write_json(out / "students" / f"{entry.student}.json", result)
-                manifest[entry.student] = digests[entry.student]
+                _write_json(out / "students" / f"{entry.student}.json", result or _failed(entry, why, policy, data))
+                if result is not None:  # a grading process that failed (killed, overran) is graded again on --resume
+                    manifest[entry.student] = digests[entry.student]
+                else:
+                    manifest.pop(entry.student, None)
                 if bar:
                     bar.advance(entry.student)
         except BaseException:

@@ -14,7 +14,7 @@ import torch
 
 from grader import compare as cmp
 from grader.corpus import ITOS
-from grader.fixture import Fixture, Variant
+from grader.fixture import EX1_ORDER, Fixture, Variant
 
 LEVELS = ("diagnose", "hint", "full")
 DEFAULT_LEVEL = "diagnose"
@@ -136,12 +136,14 @@ TRAPS: dict[str, Trap] = {
         ),
         Trap(
             "dlogits-one-path",
-            "Passes, but your dlogits skips the path through logit_maxes (the row max takes one entry per row). "
+            "Passes, but your dlogits does not add the path through logit_maxes at each row's max entry (it skips "
+            "it, or adds it elsewhere; the row max takes one entry per row). "
             "Its contribution is almost exactly zero, because subtracting the row max only guards the "
             "exponential against overflow and cannot change the probabilities, so the check passes. For a "
             "complete atomic backward, add that path's gradient at each row's max position.",
-            "Passes, but your dlogits skips the path through logit_maxes (logits.max(1) takes one entry per "
-            "row). Its contribution is almost exactly zero, because subtracting the row max only guards exp() "
+            "Passes, but your dlogits does not add the path through logit_maxes at each row's max entry (it "
+            "skips it, or adds it elsewhere; logits.max(1) takes one entry per row). Its contribution is almost "
+            "exactly zero, because subtracting the row max only guards exp() "
             "against overflow and cannot change the probabilities, so the check passes. For a complete atomic "
             "backward, add dlogit_maxes at each row's max position (a one-hot of the argmax).",
             "logit_maxes only shifts each row of logits, and softmax is invariant to shifts, so the loss does not "
@@ -624,11 +626,20 @@ def _wrong_columns(value: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
     return (~torch.isclose(v, t)).any(0).nonzero().flatten()
 
 
-def _factors(inputs: dict):
-    """Yield (name, tensor) for every input, then the local derivatives students most often drop."""
+def _factors(inputs: dict, upstream: dict):
+    """Yield (name, tensor) for every input, the local derivatives students most often drop, then the upstream
+    gradients (the chain rule's other factor: `dhpreact = 1 - h**2` without `* dh`)."""
     yield from inputs.items()
     if isinstance(inputs.get("h"), torch.Tensor):
         yield "tanh's local derivative", 1.0 - inputs["h"] ** 2  # (32, 64)
+    yield from upstream.items()
+
+
+def _upstream(ev: Evidence) -> dict:
+    """Return the true gradients of the variables before this one in backprop order (what its step multiplies)."""
+    order = EX1_ORDER
+    earlier = order[: order.index(ev.var)] if ev.var in order else ()
+    return {f"the upstream gradient d{v}": ev.fx.truth[f"d{v}"] for v in earlier if f"d{v}" in ev.fx.truth}
 
 
 def missing_factor(ev: Evidence) -> list[Finding]:
@@ -636,7 +647,7 @@ def missing_factor(ev: Evidence) -> list[Finding]:
     if not ev.comparison.shape_ok or not torch.isfinite(ev.value).all():
         return []
     v, t = ev.value, ev.truth
-    for name, f in _factors(ev.fx.inputs()):
+    for name, f in _factors(ev.fx.inputs(), _upstream(ev)):
         if not isinstance(f, torch.Tensor) or not f.is_floating_point() or f.dim() == 0:
             continue
         if not cmp.broadcasts_to(tuple(f.shape), tuple(t.shape)):
@@ -651,8 +662,12 @@ def missing_factor(ev: Evidence) -> list[Finding]:
                     relation="divided by",
                     factor=name,
                     shape=shape,
-                    advice=f"A factor of {name} is missing: check this step's local derivatives for the one "
-                    f"that multiplies by it.",
+                    advice=f"A factor of {name} is missing: "
+                    + (
+                        "the chain rule multiplies this step's local derivative by it."
+                        if name.startswith("the upstream")
+                        else "check this step's local derivatives for the one that multiplies by it."
+                    ),
                 )
             ]
         if cmp.loosely(v, t * f):

@@ -160,3 +160,29 @@ def test_resume_skips_unchanged_students(tmp_path):
     grade_batch(subs, out, jobs=1, limits=LIMITS, resume=True, progress=False)
     assert (out / "students" / "alice.json").stat().st_mtime_ns == stamp
     assert (out / "students" / "bob.json").read_text() != bob_before
+
+
+def test_resume_grades_again_a_student_whose_grading_process_failed(tmp_path, monkeypatch):
+    """A grading process that died (killed, out of memory, overran) is an error row, not a result to keep."""
+    from grader import batch
+
+    subs = tmp_path / "subs"
+    _student(subs, "alice")
+    _student(subs, "bob")
+    out = tmp_path / "out"
+    real = batch._grade_one
+
+    def dies_for_bob(args):
+        if args[0].student == "bob":
+            os._exit(9)  # as if killed: the pool retries once, then records an error
+        return real(args)
+
+    monkeypatch.setattr(batch, "_grade_one", dies_for_bob)
+    grade_batch(subs, out, jobs=1, limits=LIMITS, progress=False)
+    assert json.loads((out / "students" / "bob.json").read_text())["score"] == 0
+    assert "bob" not in json.loads((out / "manifest.json").read_text())
+    monkeypatch.setattr(batch, "_grade_one", real)
+    stamp = (out / "students" / "alice.json").stat().st_mtime_ns
+    grade_batch(subs, out, jobs=1, limits=LIMITS, resume=True, progress=False)
+    assert json.loads((out / "students" / "bob.json").read_text())["score"] == 42
+    assert (out / "students" / "alice.json").stat().st_mtime_ns == stamp  # alice was kept
