@@ -307,3 +307,12 @@ def test_what_a_submission_prints_or_raises_reaches_the_terminal_without_control
     assert "it printed: \\x1b]52;c;" in res.output and "bad" in res.output
     for control in ("\x1b", "\x07", "\r", "\u202e"):
         assert control not in res.output, repr(control)
+
+
+def test_each_calls_prints_stay_with_that_call(tmp_path):
+    """The hidden call is sent while the graded one is judged: its prints must not land under the graded call's."""
+    snippet = "def db2(dlogits):\n    print('rows', dlogits.shape[0])\n    return dlogits.sum(0) * 2\n"
+    sub = with_snippet(tmp_path, "ex1", snippet)
+    for _ in range(5):  # the race this pins lost about one run in three
+        printed = [line.strip() for line in run("ex1", "--submission", sub, "--only", "db2").stdout.splitlines()]
+        assert [line for line in printed if line.startswith("it printed")] == ["it printed: rows 32"], printed

@@ -17,13 +17,13 @@ import os
 import signal
 import sys
 import traceback
+import warnings
 
 import torch
 import torch.autograd.forward_ad
 import torch.autograd.functional
 import torch.func
 import torch.nn.functional  # noqa: F401  (imported before the jail closes)
-from torch.utils import _python_dispatch as dispatch
 
 from grader import arena, wire
 from grader.sandbox import jail
@@ -79,8 +79,6 @@ class BlockedImport(ImportError):
 
 
 _AUTOGRAD_CALLS: list[str] = []
-_PUSH_MODE, _POP_MODE, _MODE_STACK = dispatch._push_mode, dispatch._pop_mode, dispatch._get_current_dispatch_mode_stack
-_STACK_LEN = torch._C._len_torch_dispatch_stack
 _IN_STUDENT = [False]  # True once the child is armed: from then on only student code and its results run there
 _REAL_SET_GRAD = [torch._C._set_grad_enabled]
 
@@ -106,38 +104,58 @@ class _Tripped:
         return _tripwire(self._name)()
 
 
-class _KernelWatch(dispatch.TorchDispatchMode):
-    """See every aten op a call runs, however student code reached it, and refuse torch's backward kernels.
+_KERNEL_HOOKS: list = []  # the torch.library.Library that holds the hooks: they live as long as it does
+
+
+def hook_backward_kernels() -> int:
+    """Route each of torch's backward kernels (aten's *_backward*) through a check, once per process; return how many.
 
     `_log_softmax_backward_data`, `tanh_backward`, `native_batch_norm_backward` ... are autograd's own formulas:
-    reached through torch.ops, torch._C or a name built at run time, they give a gradient nobody derived. Honest
-    code never runs one (no autograd runs in a child), so any of them is recorded as autograd and refused.
+    reached through torch.ops, torch._C or a name built at run time, they give a gradient nobody derived. Each is
+    given a Python kernel at the autograd dispatch key, which every call passes (inference mode aside: arm()
+    turns that into no_grad). In an armed child it refuses, as a tripwire; elsewhere (the grader's own autograd:
+    the engine calls these kernels too) it hands the call on below autograd, unchanged. Registered before the
+    children fork, it costs a child nothing, and no other op is slowed.
     """
+    if _KERNEL_HOOKS:
+        return 0
+    library = torch.library.Library("aten", "IMPL")
+    _KERNEL_HOOKS.append(library)
+    names = sorted(n[6:] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::") and "backward" in n)
+    hooked = 0
+    with warnings.catch_warnings():  # "overriding a previously registered kernel": that is the point
+        warnings.simplefilter("ignore")
+        for full in names:
+            try:
+                library.impl(full, _kernel_hook(full), "AutogradCPU")
+            except RuntimeError:
+                continue
+            hooked += 1
+    return hooked
 
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # else torch wraps __torch_dispatch__ to import all of torch._dynamo (1 s) on first use
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
-        if "backward" in name:
-            _tripwire(f"torch's backward kernel aten::{name.split('.')[0]}")()
-        return func(*args, **(kwargs or {}))
+def _kernel_hook(full: str):
+    base, _, overload = full.partition(".")
+    refuse = _tripwire(f"torch's backward kernel aten::{base}")
+    below = torch._C._AutoDispatchBelowAutograd
+    op: list = []  # looked up on first use: 262 lookups up front cost more than all the hooks
+
+    def hook(*args, **kwargs):
+        if _IN_STUDENT[0]:
+            refuse()
+        if not op:
+            op.append(getattr(getattr(torch.ops.aten, base), overload or "default"))
+        with below():
+            return op[0](*args, **kwargs)
+
+    return hook
 
 
-def _watch_kernels() -> _KernelWatch:
-    watch = _KernelWatch()
-    _PUSH_MODE(watch)
-    return watch
+class _NoGradInstead(torch.no_grad):
+    """torch.inference_mode in a child: inference mode skips the autograd dispatch key, where the hooks sit."""
 
-
-def _unwatch_kernels(watch: _KernelWatch) -> None:
-    """Leave the watch; a call that took it off the stack (or left modes of its own on it) is recorded."""
-    stack = _MODE_STACK()
-    if not stack or stack[-1] is not watch:
-        _AUTOGRAD_CALLS.append("the grader's watch on torch's kernels was taken off or covered")
-    while _STACK_LEN():
-        _POP_MODE()
+    def __init__(self, mode: bool = True):
+        super().__init__()
 
 
 _WARM = [False]
@@ -156,9 +174,7 @@ def warm_up():
     x.index_add_(0, torch.tensor([0, 0]), torch.ones(2, 3))
     torch.nn.functional.one_hot(torch.tensor([1, 2]), 3).float() @ x.T
     torch.nn.functional.cross_entropy(x, torch.tensor([0, 1, 2, 0]))
-    watch = _watch_kernels()
-    x * 2
-    _unwatch_kernels(watch)
+    hook_backward_kernels()
     jail.seccomp_program()  # built once here; each child only installs it
 
 
@@ -195,6 +211,7 @@ def install_autograd_tripwires():
     for name in ("make_dual", "unpack_dual", "dual_level", "enter_dual_level", "exit_dual_level"):
         if hasattr(fwd, name):
             setattr(fwd, name, _tripwire(f"torch.autograd.forward_ad.{name}"))
+    torch.inference_mode = torch.autograd.inference_mode = torch.autograd.grad_mode.inference_mode = _NoGradInstead
     for name in ("_make_dual", "_unpack_dual"):
         if hasattr(torch, name):
             setattr(torch, name, _tripwire(f"torch.{name}"))
@@ -331,6 +348,7 @@ class ChildServer:
         return b"".join(chunks)
 
     def send(self, header, blob=b""):
+        header["out_end"] = _output_size()  # where this reply's prints end, for the parent to cut them there
         try:
             frame = wire.pack(header, blob)
         except (TypeError, ValueError):
@@ -371,7 +389,6 @@ class ChildServer:
         enc = wire.Encoder()
         del _AUTOGRAD_CALLS[:]
         header: dict = {"ok": True}
-        watch = _watch_kernels()  # until the inputs are digested: student code may run until then (a dict's items)
         try:
             value = _call(fn, args)
             _grad_mode_check()
@@ -384,7 +401,6 @@ class ChildServer:
                 header["after"] = {k: wire.digest(_as_plain(v)) for k, v in args.items() if isinstance(v, torch.Tensor)}
         except BaseException as exc:  # noqa: B036 - an input the student turned into something else
             header = {"ok": False, "error": describe_exception(exc, self.path), "after": {}}
-        _unwatch_kernels(watch)
         _grad_mode_check()
         header["autograd"] = sorted(set(_AUTOGRAD_CALLS))[:16]
         return header, enc.blob()
@@ -425,6 +441,19 @@ class ChildServer:
             "seconds": seconds,
         }
         return header, enc.blob()
+
+
+def _output_size() -> int:
+    """Return the size of the output file after flushing what was printed (-1 if it cannot be told)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: B036 - a stream the student replaced
+            pass
+    try:
+        return os.fstat(1).st_size
+    except OSError:
+        return -1
 
 
 def _plain(value):

@@ -238,6 +238,7 @@ class Worker:
                 body = self._read(nblob, deadline) if nblob else b""
                 if "progress" not in header:
                     break
+                header.pop("out_end", None)
                 wire.check(header, {"progress": int, "loss": wire.Opt(float)}, "progress")
                 if on_progress is not None:
                     on_progress(header)
@@ -249,7 +250,8 @@ class Worker:
         except wire.WireError as exc:
             self.kill()
             return Reply(failure="protocol", reason=f"{MALFORMED} ({exc})", output=self._output())
-        return Reply(header, body, output=self._output())
+        end = header.pop("out_end", None) if isinstance(header, dict) else None
+        return Reply(header, body, output=self._output(end=end if type(end) is int else None))
 
     def _write(self, data: bytes, deadline: float):
         if self.proc is not None:
@@ -303,14 +305,20 @@ class Worker:
         data, self._buffer = self._buffer[:size], self._buffer[size:]
         return data
 
-    def _output(self, keep: int = 2000) -> str:
-        """Return the tail of what the child printed since the last request."""
+    def _output(self, keep: int = 2000, end: int | None = None) -> str:
+        """Return the tail of what the child printed since the last reply, up to where this reply's call ended.
+
+        end: the output file's size when the child sent the reply (its own word, so only clamped into what was
+        written since the last reply). Without it, a call sent while the previous reply was being judged could
+        have its prints shown under the previous call. Read with pread: the child shares this file's offset.
+        """
         try:
-            end = os.fstat(self.out.fileno()).st_size
+            fd = self.out.fileno()
+            size = os.fstat(fd).st_size
+            end = size if end is None else min(max(end, self.out_pos), size)
             start = max(self.out_pos, end - keep)
             self.out_pos = end
-            self.out.seek(start)
-            return self.out.read(end - start).decode(errors="replace")
+            return os.pread(fd, end - start, start).decode(errors="replace")
         except (OSError, ValueError):
             return ""
 
