@@ -60,9 +60,11 @@ def _digest_alone(entry: Entry, options: str, deadline: float) -> str:
 def _warm_up():
     """Import and warm, once here, what every grading process would otherwise import and warm for itself."""
     from grader import runner  # noqa: F401
+    from grader.intake import read
     from grader.sandbox import child
 
     child.warm_up()
+    read.stub_texts()  # the released stubs, checked once here rather than in every grading process
 
 
 def _failed(entry, why: str, policy, data) -> dict:

@@ -1,7 +1,8 @@
 """`check()` in Jupyter, JupyterLab, Colab or IPython: grade the cells this kernel has run, and show the table.
 
 The cells come from IPython's own input history, go through the same converter as an .ipynb file and run in the
-same sandbox child as any submission. Nothing in the kernel changes: not its globals, not torch's thread count.
+same sandbox child as any submission. Nothing in the kernel changes: not its globals, not torch's thread count,
+not its backward kernels (hooked for the sandboxes while grading).
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def check(exercise: str | None = None, *, plot: bool = False, data: str | None =
     finally:
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
+        from grader.sandbox import child
+
+        child.unhook_backward_kernels()  # torch's own backward kernels, hooked for the sandboxes forked here
     display(CheckReport(result, notes))
     if plot:
         picture = _plots(exercises, result, data)

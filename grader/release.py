@@ -277,7 +277,7 @@ def committed_stubs(project_root: Path) -> tuple[dict[str, bytes], str]:
     return stubs, str(project_root / "exercises")
 
 
-def _is_stub_body(body: list) -> bool:
+def is_stub_body(body: list) -> bool:
     """Tell whether a function body is a docstring at most, then only `raise NotImplementedError`."""
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
@@ -297,7 +297,7 @@ def check_stub(name: str, source: bytes, origin: str) -> None:
     filled = [
         f"{node.name} (line {node.lineno})"
         for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_stub_body(node.body)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not is_stub_body(node.body)
     ]
     allowed = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef)
     filled += [

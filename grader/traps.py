@@ -758,6 +758,17 @@ RECOGNISERS: tuple[Callable[[Evidence], list[Finding]], ...] = (
 )
 
 
+def rounding_mistakes(ev: Evidence) -> list[Finding]:
+    """Return the known-wrong backward passes (a dropped path, Bessel, tanh of hpreact, no eps) a value matches.
+
+    For a value that passes only thanks to compare.NOISE_SLACK: those mistakes can move a gradient by about as
+    little as float32 rounding does (a missing eps by 1.7e-8 where the allowance is 2.2e-8), so matching one of
+    them still fails. Both recognisers need the value far closer to the mistake than to the truth, which a
+    right answer rounded otherwise never is.
+    """
+    return known_variants(ev) or missing_eps(ev)
+
+
 def diagnose(ev: Evidence) -> list[Finding]:
     """Return the traps a failed item's values show, most specific first; at most one value diagnosis."""
     if ev.item_id not in ("ex1.dC", "ex4.dC"):

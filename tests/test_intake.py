@@ -279,6 +279,12 @@ def test_the_released_bundle_zipped_whole_is_graded_from_its_filled_notebook(tmp
     assert graded["ex1"] == "exercises/ex1.py" and "stub" in sub.flags  # what the notebook lacks: still the stub
     assert msg.STUB_IGNORED.format(exercise="ex2", labels="exercises/ex2.py") in sub.notes
     assert msg.STUB_ONLY.format(exercise="ex1", label="exercises/ex1.py") in sub.notes
+    # a stub in all but wording (reformatted, a comment added) is still a stub: it does not hide the notebook
+    ex2 = folder / "exercises" / "ex2.py"
+    ex2.write_text(
+        "# my copy\n" + ex2.read_text().replace("    raise NotImplementedError", "    raise NotImplementedError()")
+    )
+    assert read_submission(folder).to_dict()["graded_files"]["ex2"] == "backprop_ninja.ipynb cell 1"
 
 
 def test_gradescope_metadata_that_cannot_be_read_keeps_folder_names(tmp_path):
@@ -457,10 +463,48 @@ def test_two_notebooks_that_give_an_exercise_differently_are_flagged_ambiguous(t
     scratch = "\n\ndef dlogits(logits, Yb, n):\n    return logits * 0\n"
     write("Untitled.ipynb", "ex2", extra=scratch)  # sorts first, gives one exercise, differently
     write("makemore_part4_backprop.ipynb", "ex2", "ex3")
+    stub = nbformat.v4.new_notebook()  # the stub files pasted into cells: gives every exercise, holds no work
+    stub.cells = [nbformat.v4.new_code_cell(p.read_text()) for p in sorted(EXERCISES.glob("ex*.py"))]
+    nbformat.write(stub, folder / "Aaa.ipynb")
     sub = read_submission(folder)
-    assert sub.to_dict()["graded_files"] == {
-        "ex2": "makemore_part4_backprop.ipynb cell 1",
-        "ex3": "makemore_part4_backprop.ipynb cell 2",
-    }
+    graded = sub.to_dict()["graded_files"]
+    assert (graded["ex2"], graded["ex3"]) == (
+        "makemore_part4_backprop.ipynb cell 1",
+        "makemore_part4_backprop.ipynb cell 2",
+    )
+    assert graded["ex1"].startswith("Aaa.ipynb")  # what only the stubs give is still graded, as not attempted
     assert "ambiguous" in sub.flags
     assert any(n.startswith("ex2: AMBIGUOUS, 2 different notebooks") and "Untitled.ipynb" in n for n in sub.notes)
+
+
+def test_a_made_up_id_or_a_group_cannot_push_a_classmate_out_or_take_their_sid(tmp_path):
+    """An id equal to a renamed one (`123_submission_1`), or a classmate's id as a second group member."""
+    for k in (1, 2, 3, 4):
+        shapes._all(tmp_path / f"submission_{k}")
+
+    def person(name, sid):
+        return f"  - :name: {name}\n    :sid: '{sid}'\n"
+
+    meta = (
+        f"submission_1:\n  :submitters:\n{person('Victim', '123')}"
+        f"submission_2:\n  :submitters:\n{person('A', '123')}"
+        f"submission_3:\n  :submitters:\n{person('B', '123_submission_1')}"
+        f"submission_4:\n  :submitters:\n{person('C', '999')}{person('Other', '456')}"
+    )
+    (tmp_path / "submission_metadata.yml").write_text(meta)
+    shapes._all(tmp_path / "solo")  # not in the metadata: its own row
+    entries, skipped = discover(tmp_path)
+    assert len({e.student for e in entries}) == len(entries) == 5  # nobody merged or skipped
+    assert [s.name for s in skipped] == ["submission_metadata.yml"]
+    by_folder = {e.path.name: dict(e.identity) for e in entries}
+    assert by_folder["submission_1"].get("claimed_sid") == "123" and "sid" not in by_folder["submission_1"]
+    assert by_folder["submission_4"]["sid"] == "999; 456"  # no shared member: untouched
+
+    (tmp_path / "submission_metadata.yml").write_text(
+        meta.replace(person("Other", "456"), person("Victim", "123"))
+        + f"submission_5:\n  :submitters:\n{person('D', '7')}"
+    )
+    shapes._all(tmp_path / "submission_5")
+    entries, _ = discover(tmp_path)
+    group = next(dict(e.identity) for e in entries if e.path.name == "submission_4")
+    assert group["sid"] == "999; " and group["claimed_sid"] == "123"  # the classmate's id, taken out of the group

@@ -190,6 +190,9 @@ def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_
     for imported in ("from operator import attrgetter as pick", "from operator import *", "from math import vars"):
         assert scan("ex2", imported)[0].what.startswith("reflection imported by name"), imported
     assert scan("ex2", "from operator import add, mul") == ()
+    formatter = 'import string\nf = string.Formatter().get_field("0." + chr(95) * 2 + "class", (x,), {})[0]\n'
+    assert {f.what for f in scan("ex2", formatter)} >= {"interpreter internals .Formatter"}
+    assert scan("ex2", 'def f(x: "torch._C._EngineBase"): pass')[0].what.startswith("a string naming internals")
 
 
 def test_the_fallback_sandbox_grades_without_fork(tmp_path, monkeypatch):

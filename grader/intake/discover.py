@@ -231,16 +231,10 @@ def _resolve(found: _Found) -> tuple[list[Entry], list[Skipped]]:
     """Keep one entry per student (by the stated rule) and list the others as skipped."""
     entries: list[Entry] = []
     by_student: dict[str, list[tuple[int, str, Entry]]] = {}
-    for student, rank, name, entry in found.entries:
+    for student, rank, name, entry in _uncontested(found.entries):
         by_student.setdefault(student, []).append((rank, name, entry))
     for student in sorted(by_student):
         group = sorted(by_student[student], key=lambda t: (t[0], t[1]))
-        claimed = [(name, e) for rank, name, e in group if rank == 0 and e.kind == "folder" and e.identity]
-        if len(claimed) > 1:  # Gradescope folders naming the same student: graded apart, never one for the other
-            entries += _contested(student, claimed)
-            group = [g for g in group if (g[1], g[2]) not in claimed]
-            if not group:
-                continue
         _, kept_name, kept = group[0]
         extra = []
         for _, name, _ in group[1:]:
@@ -253,23 +247,68 @@ def _resolve(found: _Found) -> tuple[list[Entry], list[Skipped]]:
     return entries, sorted(found.skipped, key=lambda s: s.name)
 
 
-def _contested(student: str, claimed: list[tuple[str, Entry]]) -> list[Entry]:
-    """Return each Gradescope folder that claims one student id as a student of its own, flagged.
+def _claims(entry: Entry) -> bool:
+    """Return whether an entry is a Gradescope folder: who it is comes from submission_metadata.yml."""
+    return entry.kind == "folder" and bool(entry.identity)
 
-    A student id (or email) in submission_metadata.yml is what a student's profile says; two folders saying the
-    same could be a roster mistake or one student claiming another's id. Each is graded under `id_folder`, its
-    claimed id kept as `claimed_sid` (not `sid`, so no gradebook import matches either row to the student), and
-    the instructor decides.
+
+def _uncontested(found: list) -> list:
+    """Return the (student, rank, name, entry) list with every contested Gradescope claim graded apart.
+
+    A student id in submission_metadata.yml is what a student's profile says; two folders saying the same (one
+    submitting alone, one in a group with that id as a member, or both alone) could be a roster mistake or one
+    student claiming another's id. Each such folder keeps its own row: the shared id is taken out of its `sid`
+    (kept as `claimed_sid`, so no gradebook import matches that row to the student), it is flagged
+    duplicate-id, and two that share a key are renamed `key_folder`, again until every key is its own, so a
+    made-up id that equals a renamed one cannot push a row out either. The instructor decides who is who.
     """
-    out = []
-    for name, e in claimed:
-        ident = dict(e.identity)
-        ident["claimed_sid"] = ident.pop("sid", "")
-        others = ", ".join(shown(n) for n, _ in claimed if n != name)
-        note = msg.DUPLICATE_ID.format(student=student, others=others)
-        key = _safe_id(f"{student}_{name}", name)
-        out.append(Entry(key, e.kind, e.paths, tuple(sorted(ident.items())), (*e.notes, note)))
-    return out
+    items = list(found)
+    members: dict[str, list[int]] = {}
+    for k, (_, _, _, e) in enumerate(items):
+        if _claims(e):
+            for sid in {x for x in dict(e.identity).get("sid", "").split("; ") if x}:
+                members.setdefault(sid, []).append(k)
+    for sid, holders in members.items():
+        if len(holders) > 1:
+            for k in holders:
+                student, rank, name, e = items[k]
+                others = ", ".join(shown(items[j][2]) for j in holders if j != k)
+                items[k] = (
+                    student,
+                    rank,
+                    name,
+                    _contested(e, sid, msg.DUPLICATE_ID.format(student=sid, others=others)),
+                )
+    for _ in range(8):  # each round lengthens the keys it touches; two settle any collision made on purpose
+        keys: dict[str, list[int]] = {}
+        for k, (student, _, _, _) in enumerate(items):
+            keys.setdefault(student, []).append(k)
+        clashes = [ks for ks in keys.values() if len(ks) > 1 and sum(_claims(items[k][3]) for k in ks) > 1]
+        if not clashes:
+            break
+        for ks in clashes:
+            for k in ks:
+                student, rank, name, e = items[k]
+                if _claims(e):
+                    others = ", ".join(shown(items[j][2]) for j in ks if j != k)
+                    e = _contested(e, "", msg.DUPLICATE_ID.format(student=student, others=others))
+                    key = _safe_id(f"{student}_{name}", name)
+                    items[k] = (key, rank, name, Entry(key, e.kind, e.paths, e.identity, e.notes))
+    return items
+
+
+def _contested(e: Entry, sid: str, note: str) -> Entry:
+    """Return a Gradescope entry flagged duplicate-id: sid (one member's) moved from `sid` to `claimed_sid`."""
+    ident = dict(e.identity)
+    sids = ident.get("sid", "").split("; ")
+    claimed = [c for c in ident.get("claimed_sid", "").split("; ") if c]
+    if sid and sid in sids:
+        ident["sid"] = "; ".join("" if x == sid else x for x in sids)  # the group's other members keep theirs
+        claimed.append(sid)
+    ident["claimed_sid"] = "; ".join(claimed)
+    if not ident.get("sid", "").replace(";", "").strip():
+        ident.pop("sid", None)
+    return Entry(e.student, e.kind, e.paths, tuple(sorted(ident.items())), (*e.notes, note))
 
 
 def read_entry(entry: Entry) -> IntakeSubmission:

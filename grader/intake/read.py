@@ -40,11 +40,27 @@ def _normal(text: str) -> str:
 
 
 def _stubs() -> dict[str, str]:
-    stubs = {}
+    """Return the stubs as released: the files in exercises/, or where one is filled in (an instructor's working
+    copy), the committed one (git HEAD), as `grade release` ships; never a filled-in file."""
+    from grader import release
+
+    stubs, committed = {}, None
     for ex in catalogue.EXERCISES:
         try:
-            stubs[ex] = _normal(decode_source((STUBS / f"{ex}.py").read_bytes()))
-        except (OSError, SyntaxError, UnicodeDecodeError):
+            data = (STUBS / f"{ex}.py").read_bytes()
+            release.check_stub(f"{ex}.py", data, str(STUBS))
+        except (OSError, RuntimeError):
+            if committed is None:
+                try:
+                    committed = release.committed_stubs(STUBS.parent)[0]
+                except (OSError, RuntimeError):
+                    committed = {}
+            data = committed.get(f"{ex}.py")
+            if data is None or not _only_stubs(data.decode("utf-8", "replace")):
+                continue
+        try:
+            stubs[ex] = _normal(decode_source(data))
+        except (SyntaxError, UnicodeDecodeError):
             continue
     return stubs
 
@@ -58,6 +74,35 @@ def stub_texts() -> dict[str, str]:
     if _STUB_CACHE is None:
         _STUB_CACHE = _stubs()
     return _STUB_CACHE
+
+
+def _gives(sources: dict, ex: str) -> bool:
+    """Return whether a notebook's converted exercise holds any work: a function that does not only raise."""
+    import ast
+
+    from grader import release
+
+    if ex not in sources:
+        return False
+    try:
+        tree = ast.parse(sources[ex].text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return any(not release.is_stub_body(f.body) for f in functions)
+
+
+def _only_stubs(text: str) -> bool:
+    """Return whether a file is a stub in all but its wording: imports, docstrings, functions that only raise."""
+    from grader import release
+
+    if "NotImplementedError" not in text:
+        return False
+    try:
+        release.check_stub("", text.encode("utf-8", "surrogatepass"), "")
+    except (RuntimeError, UnicodeError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _decoded(f: Found) -> tuple[str | None, str | None]:
@@ -97,7 +142,7 @@ def choose(name: str, gathered: Gathered, identity: dict | None = None, notes=()
             sub.notes += errors
             sub.flags.append("unreadable")
             continue
-        is_stub = [stubs.get(ex) == _normal(t) for _, t in readable]
+        is_stub = [stubs.get(ex) == _normal(t) or _only_stubs(t) for _, t in readable]
         if all(is_stub) and notebooks:  # the released bundle, zipped whole: its notebook may hold the work
             stub_only[ex] = readable
             sub.notes += errors
@@ -175,14 +220,15 @@ def _add_notebooks(sub: IntakeSubmission, notebooks: list[Found]) -> None:
                 path.write_bytes(nb.data)
                 sources, notes = reader(path)
             read.append((nb, path.name, sources, notes))
-    read.sort(key=lambda r: -sum(ex in r[2] for ex in missing))  # stable: depth and name break ties
+    read.sort(key=lambda r: -sum(_gives(r[2], ex) for ex in missing))  # stable: depth and name break ties
     wanted = tuple(f"{ex}:" for ex in missing)
     others = tuple(f"{ex}:" for ex in catalogue.EXERCISES if ex not in missing)
     for nb, _, _, notes in read:
         kept = [n for n in notes if n.startswith(wanted) or not n.startswith(others)]  # not about a .py's exercise
         sub.notes += [msg.NOTEBOOK_NOTE.format(name=nb.name, note=n) for n in kept]
     for ex in missing:
-        givers = [(nb, base, sources[ex]) for nb, base, sources, _ in read if ex in sources]
+        givers = [(nb, base, sources[ex]) for nb, base, sources, _ in read if _gives(sources, ex)]
+        givers = givers or [(nb, base, sources[ex]) for nb, base, sources, _ in read if ex in sources]
         if not givers:
             continue
         nb, base, src = givers[0]

@@ -36,11 +36,14 @@ class Context:
     defs: dict[str, Unit | None] = field(default_factory=dict)  # found by find_def()
     parameters: list[str] | None = None  # the notebook's `parameters = [C, W1, ...]`
     parsed: list[Parsed] = field(default_factory=list)  # every cell, for where_bound()
+    def_cells: dict | None = None  # layout.def_index(parsed), made on the first find_def()
 
     def find_def(self, name: str) -> Unit | None:
         """Return the notebook's top-level def of a name (found once), or None."""
         if name not in self.defs:
-            self.defs[name] = layout.find_def(self.parsed, name)
+            if self.def_cells is None:
+                self.def_cells = layout.def_index(self.parsed)
+            self.defs[name] = layout.find_def(self.parsed, name, self.def_cells)
         return self.defs[name]
 
     def where_bound(self, name: str) -> str | None:

@@ -207,13 +207,28 @@ def parse(cells: list[Cell]) -> list[Parsed]:
     return out
 
 
-def find_def(parsed: list[Parsed], name: str) -> Unit | None:
-    """Return the last top-level def or class of that name in the notebook, parsing the cells that have one."""
-    pattern = re.compile(rf"^(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE)
-    found = None
+_DEF_NAME = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+
+
+def def_index(parsed: list[Parsed]) -> dict[str, list[Parsed]]:
+    """Return, per name, the cells (in order) with a top-level def or class of that name: one pass over the text."""
+    index: dict[str, list[Parsed]] = {}
     for p in parsed:
-        if pattern.search(p.cell.code):
-            found = next((u for u in reversed(load(p).units) if u.is_def and u.node.name == name), found)
+        for name in dict.fromkeys(m.group(1) for m in _DEF_NAME.finditer(p.cell.code)):
+            index.setdefault(name, []).append(p)
+    return index
+
+
+def find_def(parsed: list[Parsed], name: str, index: dict[str, list[Parsed]] | None = None) -> Unit | None:
+    """Return the last top-level def or class of that name in the notebook, parsing the cells that have one.
+
+    index: def_index(parsed), so that looking up many names costs one pass (a search of the whole notebook per
+    name made a notebook of 3,000 undefined names take minutes).
+    """
+    cells = (index if index is not None else def_index(parsed)).get(name, [])
+    found = None
+    for p in cells:
+        found = next((u for u in reversed(load(p).units) if u.is_def and u.node.name == name), found)
     return found
 
 
@@ -301,8 +316,9 @@ def classify(parsed: list[Parsed]) -> dict[str, list[Parsed]]:
     return out
 
 
-# BatchNorm's intermediate gradients between dhpreact and dhprebn
-_BATCHNORM_STEPS = frozenset("dbnraw dbnvar_inv dbnvar dbndiff2 dbndiff dbnmeani".split())
+# BatchNorm's intermediate gradients between dhpreact and dhprebn (dbnmean as Ex4 names the mean), and its
+# parameters' gradients, often worked out in the same cell
+_BATCHNORM_STEPS = frozenset("dbnraw dbnvar_inv dbnvar dbndiff2 dbndiff dbnmeani dbnmean dbngain dbnbias".split())
 
 
 def _through_batchnorm(p: Parsed) -> bool:

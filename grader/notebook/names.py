@@ -133,15 +133,9 @@ def is_placeholder(stmt: ast.stmt) -> bool:
 
 def is_stub_def(stmt: ast.stmt) -> bool:
     """Return whether a def does nothing but raise NotImplementedError (the released stub, pasted in a cell)."""
-    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    body = stmt.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
-    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
-        return False
-    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
-    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    from grader.release import is_stub_body
+
+    return isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_stub_body(stmt.body)
 
 
 def is_fresh(stmt: ast.stmt, name: str, read: list[str] | None = None) -> bool:

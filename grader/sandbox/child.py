@@ -14,7 +14,9 @@ import gc
 import inspect
 import linecache
 import os
+import re
 import signal
+import string
 import sys
 import traceback
 import warnings
@@ -134,6 +136,12 @@ def hook_backward_kernels() -> int:
     return hooked
 
 
+def unhook_backward_kernels() -> None:
+    """Take the hooks out again: check() grades inside a student's own kernel and leaves torch as it found it."""
+    while _KERNEL_HOOKS:
+        _KERNEL_HOOKS.pop()._destroy()
+
+
 def _kernel_hook(full: str):
     base, _, overload = full.partition(".")
     refuse = _tripwire(f"torch's backward kernel aten::{base}")
@@ -166,6 +174,7 @@ def warm_up():
 
     Done once in the parent before it forks; a child forked from a warm parent has nothing left to import.
     """
+    hook_backward_kernels()  # each time: check() takes them out of a student's kernel after grading
     if _WARM[0]:
         return
     _WARM[0] = True
@@ -174,7 +183,6 @@ def warm_up():
     x.index_add_(0, torch.tensor([0, 0]), torch.ones(2, 3))
     torch.nn.functional.one_hot(torch.tensor([1, 2]), 3).float() @ x.T
     torch.nn.functional.cross_entropy(x, torch.tensor([0, 1, 2, 0]))
-    hook_backward_kernels()
     jail.seccomp_program()  # built once here; each child only installs it
 
 
@@ -182,8 +190,24 @@ def arm():
     """Switch grad mode off for good and arm every tripwire: from here on, nothing in this child needs autograd."""
     _REAL_SET_GRAD[0](False)
     install_autograd_tripwires()
+    _close_formatter()
     _SEQUENCE[0] = _sequence_nr()  # what the grader built before this child existed does not count
     _IN_STUDENT[0] = True
+
+
+_PRIVATE_FIELD = re.compile(r"(?:^|[.\[])\s*_")
+
+
+def _close_formatter():
+    """Refuse private attributes in string.Formatter's fields: get_field("0._C", (torch,), {}) is a getattr."""
+    real = string.Formatter.get_field
+
+    def get_field(self, field_name, args, kwargs):
+        if isinstance(field_name, str) and _PRIVATE_FIELD.search(field_name):
+            raise AttributeError(f"private attributes are not reachable through format fields: {field_name[:60]!r}")
+        return real(self, field_name, args, kwargs)
+
+    string.Formatter.get_field = get_field
 
 
 def install_autograd_tripwires():

@@ -21,7 +21,10 @@ REFLECTIVE_CALLS = frozenset(
 )
 RISKY_ATTRIBUTES = frozenset(
     "sys modules os ctypes gc builtins subprocess f_back f_globals f_locals f_code gi_frame cr_frame tb_frame "
-    "tb_next get_objects get_referrers get_referents attrgetter methodcaller mro ctypeslib".split()
+    "tb_next get_objects get_referrers get_referents attrgetter methodcaller mro ctypeslib "
+    # string.Formatter().get_field("0.name", (obj,), {}) is getattr by a computed name; get_type_hints and
+    # singledispatch evaluate string annotations
+    "Formatter get_field vformat get_type_hints".split()
 )
 RISKY_NAMES = frozenset("__builtins__ __loader__ __spec__".split())
 BY_NAME = REFLECTIVE_CALLS | RISKY_ATTRIBUTES  # imported from a module, each reaches attributes by a computed name
@@ -117,6 +120,8 @@ def _what(node: ast.AST) -> str | None:
         if word == "__main__":  # `if __name__ == "__main__":` is harmless
             return None
         if word.startswith("_") or word in RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | REFLECTIVE_CALLS:
+            return f"a string naming internals: {word[:40]!r}"
+        if "._" in word:  # a dotted path to something private ("torch._C._EngineBase" as an annotation)
             return f"a string naming internals: {word[:40]!r}"
         if word in TORCH_BACKDOORS or BACKWARD_KERNEL.search(word):
             return f"a string naming torch internals: {word[:40]!r}"
