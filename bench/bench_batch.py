@@ -57,7 +57,7 @@ from common import (
 PEER = Path(__file__).resolve().parent / "peer"
 PEER_BLIND = {"shape-mismatch", "hardcoded-size", "mutates-input", "uses-autograd", "stale-state"}
 _PEER_FAILED = re.compile(r"^FAILED \S+::(test_\w+)(?:\[(\w+)\])?", re.M)
-_PEER_COUNTS = re.compile(r"^(?:(\d+) failed, )?(\d+) passed in ", re.M)
+_PEER_COUNTS = re.compile(r"^(?:(\d+) failed, )?(\d+) passed(?:, \d+ warnings?)? in ", re.M)  # a sparse dC warns
 
 
 # ---------------------------------------------------------------------------------------------------------------
