@@ -193,6 +193,8 @@ def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_
     formatter = 'import string\nf = string.Formatter().get_field("0." + chr(95) * 2 + "class", (x,), {})[0]\n'
     assert {f.what for f in scan("ex2", formatter)} >= {"interpreter internals .Formatter"}
     assert scan("ex2", 'def f(x: "torch._C._EngineBase"): pass')[0].what.startswith("a string naming internals")
+    pick = "from torch.ao.quantization.utils import getattr_from_fqn as pick\n"
+    assert scan("ex2", pick)[0].what == "reflection imported by name: getattr_from_fqn"  # getattr by a longer name
 
 
 def test_the_fallback_sandbox_grades_without_fork(tmp_path, monkeypatch):

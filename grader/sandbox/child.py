@@ -19,6 +19,7 @@ import signal
 import string
 import sys
 import traceback
+import typing
 import warnings
 
 import torch
@@ -190,7 +191,7 @@ def arm():
     """Switch grad mode off for good and arm every tripwire: from here on, nothing in this child needs autograd."""
     _REAL_SET_GRAD[0](False)
     install_autograd_tripwires()
-    _close_formatter()
+    _close_reflection()
     _SEQUENCE[0] = _sequence_nr()  # what the grader built before this child existed does not count
     _IN_STUDENT[0] = True
 
@@ -198,16 +199,29 @@ def arm():
 _PRIVATE_FIELD = re.compile(r"(?:^|[.\[])\s*_")
 
 
-def _close_formatter():
-    """Refuse private attributes in string.Formatter's fields: get_field("0._C", (torch,), {}) is a getattr."""
-    real = string.Formatter.get_field
+_PLAIN_ANNOTATION = re.compile(r"[A-Za-z]\w*(?:\.[A-Za-z]\w*)*")
+
+
+def _close_reflection():
+    """Close two evals by another name: format fields (get_field("0._C", (torch,), {}) is a getattr) and string
+    annotations (functools.singledispatch's register evaluates them with typing.get_type_hints)."""
+    real_get_field = string.Formatter.get_field
 
     def get_field(self, field_name, args, kwargs):
         if isinstance(field_name, str) and _PRIVATE_FIELD.search(field_name):
             raise AttributeError(f"private attributes are not reachable through format fields: {field_name[:60]!r}")
-        return real(self, field_name, args, kwargs)
+        return real_get_field(self, field_name, args, kwargs)
 
     string.Formatter.get_field = get_field
+    real_evaluate = typing.ForwardRef._evaluate
+
+    def evaluate(self, *args, **kwargs):
+        text = self.__forward_arg__
+        if not isinstance(text, str) or not _PLAIN_ANNOTATION.fullmatch(text):
+            raise NameError(f"a string annotation must be a plain dotted name here, not {str(text)[:60]!r}")
+        return real_evaluate(self, *args, **kwargs)
+
+    typing.ForwardRef._evaluate = evaluate
 
 
 def install_autograd_tripwires():
@@ -248,7 +262,9 @@ def install_autograd_tripwires():
         return real_set(mode)
 
     torch._C._set_grad_enabled = set_grad_enabled
-    for name in ("_set_fwd_grad_enabled", "_enter_dual_level", "_exit_dual_level", "_ImperativeEngine"):
+    guards = ("_AutoDispatchBelowAutograd", "_AutoDispatchBelowADInplaceOrView", "_ExcludeDispatchKeyGuard")
+    guards += ("_IncludeDispatchKeyGuard", "_InferenceMode", "_RestorePythonTLSSnapshot")  # the hooks' key skipped
+    for name in ("_set_fwd_grad_enabled", "_enter_dual_level", "_exit_dual_level", "_ImperativeEngine", *guards):
         if hasattr(torch._C, name):
             setattr(torch._C, name, _tripwire(f"torch._C.{name}"))
     from torch.autograd import variable
@@ -389,7 +405,7 @@ class ChildServer:
         self.namespace = {}
         namespace = {"__name__": "submission", "__file__": self.path, "__builtins__": _student_builtins()}
         try:
-            code = compile(self.text, self.path, "exec")
+            code = compile(self.text, self.path, "exec", dont_inherit=True)  # not this module's __future__ flags
             exec(code, namespace)
             _grad_mode_check()
         except BaseException as exc:  # noqa: B036 - a student's module may raise anything, SystemExit included

@@ -28,6 +28,9 @@ RISKY_ATTRIBUTES = frozenset(
 )
 RISKY_NAMES = frozenset("__builtins__ __loader__ __spec__".split())
 BY_NAME = REFLECTIVE_CALLS | RISKY_ATTRIBUTES  # imported from a module, each reaches attributes by a computed name
+# getattr under a longer name (torch.ao.quantization.utils.getattr_from_fqn), and what evaluates strings as code
+# behind a type annotation (functools.singledispatch's register reads them with get_type_hints)
+_BY_OTHER_NAME = re.compile(r"getattr|attrgetter|singledispatch|ForwardRef", re.IGNORECASE)
 # torch's operator registry and compilers: aten's own backward kernels (tanh_backward, embedding_dense_backward,
 # native_batch_norm_backward) give a gradient nobody derived, and aten.grad runs autograd itself
 TORCH_BACKDOORS = frozenset("ops jit library".split())
@@ -55,7 +58,7 @@ def _trigger() -> re.Pattern:
     # a backward kernel's name
     return re.compile(
         r"\.[\s\\]*_|\b(?:" + "|".join(map(re.escape, words)) + r")\b|import\s+_|import\s*\*|from\s+_|\bcase\b|['\"]_"
-        r"|_backward"
+        r"|_backward|getattr|attrgetter|singledispatch|ForwardRef"
     )
 
 
@@ -106,9 +109,13 @@ def _what(node: ast.AST) -> str | None:
             return f"torch's operator registry or compiler .{node.attr}"
         if BACKWARD_KERNEL.search(node.attr):
             return f"torch's own backward kernel .{node.attr}"
+        if _BY_OTHER_NAME.search(node.attr):
+            return f"reflection by another name: .{node.attr[:40]}"
     elif isinstance(node, ast.Name):
         if node.id in REFLECTIVE_CALLS:
             return f"reflection {node.id}()"
+        if _BY_OTHER_NAME.search(node.id):
+            return f"reflection by another name: {node.id[:40]}"
         if node.id in RISKY_NAMES:
             return f"interpreter internals {node.id}"
     elif isinstance(node, ast.MatchClass):  # `case object(__globals__=g)` reads an attribute too
@@ -136,7 +143,11 @@ def _what(node: ast.AST) -> str | None:
         if risky:
             return f"interpreter module {risky[0]}"
         if isinstance(node, ast.ImportFrom):  # `from operator import attrgetter as pick`: getattr by another name
-            reached = [a.name for a in node.names if a.name in BY_NAME or (a.name == "*" and node.module == "operator")]
+            reached = [
+                a.name
+                for a in node.names
+                if a.name in BY_NAME or _BY_OTHER_NAME.search(a.name) or (a.name == "*" and node.module == "operator")
+            ]
             if reached:
                 return f"reflection imported by name: {reached[0]}"
     return None
