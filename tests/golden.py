@@ -1,7 +1,7 @@
 """The golden class: what `grade batch` wrote for it before the speed work, to hold every later run to.
 
 The class is every tests/corpus case (each trap snippet appended to the reference), three independent correct
-students, the stubs, the reference and six hostile submissions: 103 students whose gradebook rows, canvas rows,
+students, the stubs, the reference and six hostile submissions: 107 students whose gradebook rows, canvas rows,
 summary, manifest and per-student JSON must stay byte-identical. The outputs are kept in batch.tar.xz.
 
     python -m tests.golden build DIR            write the class into DIR/subs (and DIR/course.toml)

@@ -325,3 +325,18 @@ def test_ex3_worked_through_batchnorms_steps_is_ex3_and_hides_no_ex1_answer(tmp_
     assert items["ex3.dhprebn"].status == "passed", (items["ex3.dhprebn"].message, notes)
     assert "dbnraw = bngain * dhpreact" in sources["ex3"].text
     assert items["ex1.dhprebn"].status == "failed"
+
+
+def test_ex2_worked_through_the_losss_steps_is_ex2(tmp_path):
+    """An unmarked cell in Ex2's section that also assigns dlogprobs was merged into Ex1: Ex2 went ungraded."""
+    ex2 = (
+        "dlogprobs = torch.zeros_like(logits)\n"
+        "dlogprobs[range(n), Yb] = -1.0/n\n"
+        "dlogits = F.softmax(logits, 1)\n"
+        "dlogits[range(n), Yb] -= 1\n"
+        "dlogits /= n\n"
+    )
+    cells = _with(lecture.lecture_cells(), lecture.EX2, ex2)
+    items, sources, notes = _graded(tmp_path, cells, exercises=("ex1", "ex2"))
+    assert items["ex2.dlogits"].status == "passed", notes
+    assert sum(i.status == "passed" for i in items.values()) == 26  # Ex1 still its own cell (dbnmeani aside)

@@ -310,8 +310,10 @@ def classify(parsed: list[Parsed]) -> dict[str, list[Parsed]]:
         content = by_content(p)
         if content == "ex1" and section and section != "ex1" and fits(section, p) and not p.writes & EX1_ONLY:
             content = section
-        elif content == "ex1" and section == "ex3" and _through_batchnorm(p):
+        elif content == "ex1" and section == "ex3" and _through(p, "dhprebn", _BATCHNORM_STEPS, {"dhpreact"}):
             content = "ex3"  # Ex3 worked out through BatchNorm's own steps (dbnraw, ...), in Ex3's section
+        elif content == "ex1" and section == "ex2" and _through(p, "dlogits", _SOFTMAX_STEPS, set()):
+            content = "ex2"  # Ex2 worked out through the loss's own steps (dlogprobs, ...), in Ex2's section
         out[content].append(p)
     return out
 
@@ -321,12 +323,14 @@ def classify(parsed: list[Parsed]) -> dict[str, list[Parsed]]:
 _BATCHNORM_STEPS = frozenset("dbnraw dbnvar_inv dbnvar dbndiff2 dbndiff dbnmeani dbnmean dbngain dbnbias".split())
 
 
-def _through_batchnorm(p: Parsed) -> bool:
-    """Return whether a cell computes dhprebn from dhpreact alone, through BatchNorm's intermediate gradients."""
+# the loss's intermediate gradients between the loss and dlogits
+_SOFTMAX_STEPS = frozenset("dlogprobs dprobs dcounts_sum_inv dcounts_sum dcounts dnorm_logits dlogit_maxes".split())
+
+
+def _through(p: Parsed, answer: str, steps: frozenset, given: set) -> bool:
+    """Return whether a cell computes answer from the given gradients alone, through those intermediate steps."""
     writes = p.writes
-    return (
-        "dhprebn" in writes and writes <= _BATCHNORM_STEPS | {"dhprebn"} and p.gradient_reads() - writes <= {"dhpreact"}
-    )
+    return answer in writes and writes <= steps | {answer} and p.gradient_reads() - writes <= given
 
 
 def broken_cells(parsed: list[Parsed]) -> dict[str, Parsed]:

@@ -19,6 +19,7 @@ import signal
 import string
 import sys
 import traceback
+import types
 import typing
 import warnings
 
@@ -160,11 +161,13 @@ def _kernel_hook(full: str):
     return hook
 
 
-class _NoGradInstead(torch.no_grad):
-    """torch.inference_mode in a child: inference mode skips the autograd dispatch key, where the hooks sit."""
+def _no_grad_instead(mode=True):
+    """torch.inference_mode in a child: inference mode skips the autograd dispatch key, where the hooks sit.
 
-    def __init__(self, mode: bool = True):
-        super().__init__()
+    Grad mode is off for a child's whole life, so no_grad is what inference_mode(True) or (False) does there;
+    the bare decorator (`@torch.inference_mode`) gets the function itself.
+    """
+    return torch.no_grad()(mode) if callable(mode) else torch.no_grad()
 
 
 _WARM = [False]
@@ -184,6 +187,9 @@ def warm_up():
     x.index_add_(0, torch.tensor([0, 0]), torch.ones(2, 3))
     torch.nn.functional.one_hot(torch.tensor([1, 2]), 3).float() @ x.T
     torch.nn.functional.cross_entropy(x, torch.tensor([0, 1, 2, 0]))
+    if "numpy" in sys.modules:  # an ndarray's .sum(0), .mean() ... import numpy._core._methods on first use
+        a = sys.modules["numpy"].ones((2, 2))
+        a.sum(0), a.mean(0), a.std(0), a.var(0), a.max(0), a.min(0), a.prod(0), a.any(), a.all(), a.cumsum(0)
     jail.seccomp_program()  # built once here; each child only installs it
 
 
@@ -199,7 +205,8 @@ def arm():
 _PRIVATE_FIELD = re.compile(r"(?:^|[.\[])\s*_")
 
 
-_PLAIN_ANNOTATION = re.compile(r"[A-Za-z]\w*(?:\.[A-Za-z]\w*)*")
+_PLAIN_ANNOTATION = re.compile(r"[\w.\[\], |]*")  # names, dots, subscripts, `|`: no call, no string, no operator
+_PRIVATE_NAME = re.compile(r"(?<![\w])_")
 
 
 def _close_reflection():
@@ -217,7 +224,7 @@ def _close_reflection():
 
     def evaluate(self, *args, **kwargs):
         text = self.__forward_arg__
-        if not isinstance(text, str) or not _PLAIN_ANNOTATION.fullmatch(text):
+        if not isinstance(text, str) or not _PLAIN_ANNOTATION.fullmatch(text) or _PRIVATE_NAME.search(text):
             raise NameError(f"a string annotation must be a plain dotted name here, not {str(text)[:60]!r}")
         return real_evaluate(self, *args, **kwargs)
 
@@ -249,7 +256,7 @@ def install_autograd_tripwires():
     for name in ("make_dual", "unpack_dual", "dual_level", "enter_dual_level", "exit_dual_level"):
         if hasattr(fwd, name):
             setattr(fwd, name, _tripwire(f"torch.autograd.forward_ad.{name}"))
-    torch.inference_mode = torch.autograd.inference_mode = torch.autograd.grad_mode.inference_mode = _NoGradInstead
+    torch.inference_mode = torch.autograd.inference_mode = torch.autograd.grad_mode.inference_mode = _no_grad_instead
     for name in ("_make_dual", "_unpack_dual"):
         if hasattr(torch, name):
             setattr(torch, name, _tripwire(f"torch.{name}"))
@@ -403,7 +410,10 @@ class ChildServer:
             self.path, self.text = request["path"], request["text"]
             linecache.cache[self.path] = (len(self.text), None, self.text.splitlines(True), self.path)
         self.namespace = {}
-        namespace = {"__name__": "submission", "__file__": self.path, "__builtins__": _student_builtins()}
+        module = types.ModuleType("submission")  # registered: dataclasses looks a module's string annotations up
+        module.__file__, module.__builtins__ = self.path, _student_builtins()
+        sys.modules["submission"] = module
+        namespace = module.__dict__
         try:
             code = compile(self.text, self.path, "exec", dont_inherit=True)  # not this module's __future__ flags
             exec(code, namespace)

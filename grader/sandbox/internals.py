@@ -27,15 +27,27 @@ RISKY_ATTRIBUTES = frozenset(
     "Formatter get_field vformat get_type_hints".split()
 )
 RISKY_NAMES = frozenset("__builtins__ __loader__ __spec__".split())
+# underscored names that are public API, not a reach into internals: super().__init__, type(x).__name__,
+# torch.__version__, a namedtuple's _replace / _asdict / _fields
+PUBLIC_UNDERSCORED = frozenset(
+    "__init__ __name__ __qualname__ __doc__ __version__ _replace _asdict _fields _make _field_defaults".split()
+)
+_UNDERSCORED = re.compile(r"_+[A-Za-z0-9]\w*")  # "_C", "__globals__"; not "_" (as in "_".join) or "_>10"
+_DOTTED = re.compile(r"[\w.]+")
 BY_NAME = REFLECTIVE_CALLS | RISKY_ATTRIBUTES  # imported from a module, each reaches attributes by a computed name
-# getattr under a longer name (torch.ao.quantization.utils.getattr_from_fqn), and what evaluates strings as code
-# behind a type annotation (functools.singledispatch's register reads them with get_type_hints)
-_BY_OTHER_NAME = re.compile(r"getattr|attrgetter|singledispatch|ForwardRef", re.IGNORECASE)
+# getattr under a longer name (torch.ao.quantization.utils.getattr_from_fqn), and typing's evaluation of string
+# annotations (a sandbox allows only plain names there: functools.singledispatch stays usable and unflagged)
+_BY_OTHER_NAME = re.compile(r"getattr|attrgetter|ForwardRef", re.IGNORECASE)
 # torch's operator registry and compilers: aten's own backward kernels (tanh_backward, embedding_dense_backward,
 # native_batch_norm_backward) give a gradient nobody derived, and aten.grad runs autograd itself
 TORCH_BACKDOORS = frozenset("ops jit library".split())
 BACKWARD_KERNEL = re.compile(r"_backward(?:_|$)")
-RISKY_MODULES = frozenset("sys os gc ctypes inspect importlib types builtins subprocess signal socket".split())
+RISKY_MODULES = frozenset(
+    "sys os gc ctypes inspect importlib types builtins subprocess signal socket pickle marshal copyreg pkgutil dis "
+    "serialization".split()  # torch.serialization.pickle.loads resolves a dotted name, getattr included
+)
+# what those modules offer to reach an object by a computed name, whatever the module is called here
+_REFLECTION = frozenset("getmembers getmembers_static import_module unwrap loads find_class".split())
 
 
 @dataclass(frozen=True)
@@ -52,13 +64,13 @@ class Flag:
 
 
 def _trigger() -> re.Pattern:
-    words = sorted(REFLECTIVE_CALLS | RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | TORCH_BACKDOORS)
+    words = sorted(REFLECTIVE_CALLS | RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | TORCH_BACKDOORS | _REFLECTION)
     # an attribute after a dot, a name, an import (a star too), a match pattern (`case object(__globals__=g)`),
     # a "_string",
     # a backward kernel's name
     return re.compile(
         r"\.[\s\\]*_|\b(?:" + "|".join(map(re.escape, words)) + r")\b|import\s+_|import\s*\*|from\s+_|\bcase\b|['\"]_"
-        r"|_backward|getattr|attrgetter|singledispatch|ForwardRef"
+        r"|_backward|getattr|attrgetter|ForwardRef"
     )
 
 
@@ -88,7 +100,8 @@ def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()  # a file that does not parse fails on its own, in the sandbox
-    found = ((getattr(node, "lineno", 0), what) for node in ast.walk(tree) if (what := _what(node)))
+    fstring_parts = frozenset(id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values)
+    found = ((getattr(node, "lineno", 0), what) for node in ast.walk(tree) if (what := _what(node, fstring_parts)))
     first = heapq.nsmallest(limit, found)  # a 1 MB line of `'_',` holds 260,000 flags: keep `limit` of them...
     lines = text.splitlines()
     # ... and quote only those: a copy of that line per flag took minutes
@@ -99,12 +112,12 @@ def _quote(lines: list[str], line: int) -> str:
     return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
 
 
-def _what(node: ast.AST) -> str | None:
+def _what(node: ast.AST, fstring_parts: frozenset = frozenset()) -> str | None:
     if isinstance(node, ast.Attribute):
-        if node.attr.startswith("_"):
+        if node.attr.startswith("_") and node.attr not in PUBLIC_UNDERSCORED:
             return f"private attribute .{node.attr}"
-        if node.attr in RISKY_ATTRIBUTES:
-            return f"interpreter internals .{node.attr}"
+        if node.attr in RISKY_ATTRIBUTES or node.attr in RISKY_MODULES or node.attr in _REFLECTION:
+            return f"interpreter internals .{node.attr}"  # torch.inspect, torch.serialization.pickle: a module
         if node.attr in TORCH_BACKDOORS:
             return f"torch's operator registry or compiler .{node.attr}"
         if BACKWARD_KERNEL.search(node.attr):
@@ -124,11 +137,11 @@ def _what(node: ast.AST) -> str | None:
             return f"attribute read by a match pattern: {risky[0]}"
     elif isinstance(node, ast.Constant) and isinstance(node.value, str):  # g["__builtins__"], getattr by name
         word = node.value
-        if word == "__main__":  # `if __name__ == "__main__":` is harmless
+        if word == "__main__" or id(node) in fstring_parts:  # `if __name__ == "__main__":`, f"{name}_direct"
             return None
-        if word.startswith("_") or word in RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | REFLECTIVE_CALLS:
+        if _UNDERSCORED.fullmatch(word) or word in RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | REFLECTIVE_CALLS:
             return f"a string naming internals: {word[:40]!r}"
-        if "._" in word:  # a dotted path to something private ("torch._C._EngineBase" as an annotation)
+        if "._" in word and _DOTTED.fullmatch(word):  # a path to something private ("torch._C._EngineBase")
             return f"a string naming internals: {word[:40]!r}"
         if word in TORCH_BACKDOORS or BACKWARD_KERNEL.search(word):
             return f"a string naming torch internals: {word[:40]!r}"
