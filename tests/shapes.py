@@ -138,7 +138,7 @@ def build(root: Path) -> tuple[dict[str, float], dict[str, str]]:
 
     # undecodable ex2 (not UTF-8, no cookie): its items are errors, the rest is graded
     _all(root / "badenc", {"ex2.py": REF["ex2"].encode() + b"\n# \xff\xfe\n"})
-    scores["badenc"] = FULL - POINTS["ex2"]
+    scores["badenc"] = FULL  # not UTF-8, no coding line: read as Windows-1252, with a note
 
     # issue #8: a FIFO, a device link, a folder and a link to the reference, all named like exercise files
     hostile = root / "hostile"

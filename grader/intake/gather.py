@@ -40,7 +40,7 @@ SKIP_DIRS = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", "node_modu
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 MAX_NESTING = 2  # archives inside archives inside the submission
 CANVAS = re.compile(r"^(?P<login>[A-Za-z0-9.-]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$")
-_EXERCISE = re.compile(r"(?<![a-z0-9])ex(?:ercise)?[ _-]?([1-9])(?![0-9])")
+_EXERCISE = re.compile(r"(?<![a-z0-9])ex(?:ercise)?[ _-]?0?([1-9])(?![0-9])")  # ex1, ex_1, exercise-1, ex01
 _ARCHIVE_ERRORS = (
     zipfile.BadZipFile,
     zipfile.LargeZipFile,

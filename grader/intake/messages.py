@@ -45,6 +45,10 @@ ARCHIVE_UNREADABLE = "{name} could not be opened: {error}"
 ARCHIVE_LIMIT = "{name}: stopped reading after {limit}; the rest of the archive was not read"
 UNREADABLE = "{label} could not be read: {error}"
 UNDECODABLE = "{label} is not valid Python source text: {error}"
+READ_AS_CP1252 = (
+    "{label}: not UTF-8 and no `# coding:` line; read as Windows-1252 (Python itself would refuse it: save the file "
+    "as UTF-8)"
+)
 NOTEBOOK_AMBIGUOUS = (
     "{exercise}: AMBIGUOUS, {count} different notebooks give it: graded {label} (the one giving the most "
     "exercises, then the shallowest, then the first by name); not graded: {others}"

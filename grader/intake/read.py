@@ -92,6 +92,20 @@ def _gives(sources: dict, ex: str) -> bool:
     return any(not release.is_stub_body(f.body) for f in functions)
 
 
+def _implemented(text: str) -> int:
+    """Return how many top-level functions do more than raise NotImplementedError (-1 if the file does not parse)."""
+    import ast
+
+    from grader import release
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return -1
+    last = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}  # later defs win
+    return sum(not release.is_stub_body(f.body) for f in last.values())
+
+
 def _only_stubs(text: str) -> bool:
     """Return whether a file is a stub in all but its wording: imports, docstrings, functions that only raise."""
     from grader import release
@@ -106,12 +120,17 @@ def _only_stubs(text: str) -> bool:
 
 
 def _decoded(f: Found) -> tuple[str | None, str | None]:
+    """Return (text, None), (text, a note on how it was read) or (None, why it cannot be read)."""
     if f.data is None:
         return None, msg.UNREADABLE.format(label=f.name, error=f.error)
     try:
         return decode_source(f.data), None
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        return None, msg.UNDECODABLE.format(label=f.name, error=exc)
+        if b"coding" in f.data[:400] or f.data.startswith(b"\xef\xbb\xbf"):
+            return None, msg.UNDECODABLE.format(label=f.name, error=exc)
+    # not UTF-8 and no coding line: a Windows editor's `’` or `é` in a comment; Windows-1252 reads any byte
+    text = f.data.decode("cp1252", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    return text, msg.READ_AS_CP1252.format(label=f.name)
 
 
 def _rank(ex: str, f: Found) -> tuple:
@@ -137,6 +156,8 @@ def choose(name: str, gathered: Gathered, identity: dict | None = None, notes=()
                 errors.append(error)
             else:
                 readable.append((f, text))
+                if error:  # read all the same, with a note (not UTF-8, no coding line)
+                    sub.notes.append(error)
         if not readable:
             sub.problems[ex] = errors[0]
             sub.notes += errors
@@ -148,6 +169,7 @@ def choose(name: str, gathered: Gathered, identity: dict | None = None, notes=()
             sub.notes += errors
             continue
         pool = [r for r, s in zip(readable, is_stub, strict=True) if not s] or readable
+        pool.sort(key=lambda r: -_implemented(r[1]))  # stable: the most complete, then _rank (shallowest, ...)
         chosen, text = pool[0]
         sub.sources[ex] = Source(ex, chosen.name, text, chosen.name)
         sub.notes.append(msg.GRADED_FILE.format(exercise=ex, label=chosen.name))
@@ -157,15 +179,15 @@ def choose(name: str, gathered: Gathered, identity: dict | None = None, notes=()
         elif all(is_stub):
             sub.notes.append(msg.STUB_ONLY.format(exercise=ex, label=chosen.name))
             sub.flags.append("stub")
-        dups = [f.name for f, t in pool[1:] if t == text]
+        same = _normal(text)  # a copy that differs in trailing blanks or the last newline is the same copy
+        dups = [f.name for f, t in pool[1:] if _normal(t) == same]
         if dups:
             sub.notes.append(msg.DUPLICATES_IGNORED.format(exercise=ex, labels=", ".join(dups)))
-        others = [f.name for f, t in pool[1:] if t != text]
+        others = [f.name for f, t in pool[1:] if _normal(t) != same]
         if others:
+            count = len({_normal(t) for _, t in pool})
             sub.notes.append(
-                msg.AMBIGUOUS.format(
-                    exercise=ex, count=len({t for _, t in pool}), label=chosen.name, others=", ".join(others)
-                )
+                msg.AMBIGUOUS.format(exercise=ex, count=count, label=chosen.name, others=", ".join(others))
             )
             sub.flags.append("ambiguous")
         sub.notes += errors
