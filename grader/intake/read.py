@@ -169,7 +169,8 @@ def choose(name: str, gathered: Gathered, identity: dict | None = None, notes=()
             sub.notes += errors
             continue
         pool = [r for r, s in zip(readable, is_stub, strict=True) if not s] or readable
-        pool.sort(key=lambda r: -_implemented(r[1]))  # stable: the most complete, then _rank (shallowest, ...)
+        if len(pool) > 1:  # stable: the most complete, then _rank (shallowest, ...); one candidate is not parsed
+            pool.sort(key=lambda r: -_implemented(r[1]))
         chosen, text = pool[0]
         sub.sources[ex] = Source(ex, chosen.name, text, chosen.name)
         sub.notes.append(msg.GRADED_FILE.format(exercise=ex, label=chosen.name))
