@@ -78,22 +78,11 @@ def stub_texts() -> dict[str, str]:
 
 def _gives(sources: dict, ex: str) -> bool:
     """Return whether a notebook's converted exercise holds any work: a function that does not only raise."""
-    import ast
-
-    from grader import release
-
-    if ex not in sources:
-        return False
-    try:
-        tree = ast.parse(sources[ex].text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True
-    functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    return any(not release.is_stub_body(f.body) for f in functions)
+    return ex in sources and _implemented(sources[ex].text) != 0
 
 
 def _implemented(text: str) -> int:
-    """Return how many top-level functions do more than raise NotImplementedError (-1 if the file does not parse)."""
+    """Return how many top-level functions do more than raise NotImplementedError (-1 if the text does not parse)."""
     import ast
 
     from grader import release

@@ -77,5 +77,8 @@ def read_notebook(path: Path) -> list[Cell]:
             cells.append(Cell(f"cell {k}", markdown=source))
     lines = sum(_statements(c.code) for c in cells)
     if lines > MAX_CODE_LINES:  # parsing costs ~1 GB per MB of `1;1;1;...`: refused before any parse
-        raise ValueError(f"holds {lines:,} lines or statements of code; at most {MAX_CODE_LINES:,} are read")
+        raise ValueError(
+            f"holds {lines:,} lines or statements of code; at most {MAX_CODE_LINES:,} are read: submit the "
+            f"notebook with only the lecture's cells and your answers"
+        )
     return cells

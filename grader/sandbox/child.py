@@ -202,11 +202,8 @@ def arm():
     _IN_STUDENT[0] = True
 
 
-_PRIVATE_FIELD = re.compile(r"(?:^|[.\[])\s*_")
-
-
 _PLAIN_ANNOTATION = re.compile(r"[\w.\[\], |]*")  # names, dots, subscripts, `|`: no call, no string, no operator
-_PRIVATE_NAME = re.compile(r"(?<![\w])_")
+_PRIVATE_NAME = re.compile(r"(?<![\w])_")  # a name that starts with _: "0._C" in a format field, "torch._C"
 
 
 def _close_reflection():
@@ -215,7 +212,7 @@ def _close_reflection():
     real_get_field = string.Formatter.get_field
 
     def get_field(self, field_name, args, kwargs):
-        if isinstance(field_name, str) and _PRIVATE_FIELD.search(field_name):
+        if isinstance(field_name, str) and _PRIVATE_NAME.search(field_name):
             raise AttributeError(f"private attributes are not reachable through format fields: {field_name[:60]!r}")
         return real_get_field(self, field_name, args, kwargs)
 
