@@ -53,8 +53,13 @@ def compare(value: torch.Tensor, truth: torch.Tensor, atol: float = 1e-8, noise:
     if value.shape == truth.shape:
         diff = (value - truth).abs()
         maxdiff = float(diff.max()) if diff.numel() else 0.0
-        approx = bool(torch.allclose(value, truth, atol=atol + NOISE_SLACK * noise))
-        return Comparison(bool(torch.equal(value, truth)), approx, maxdiff, True)
+        tolerance = atol + NOISE_SLACK * noise
+        allowed = _allowed(truth, tolerance) if value.dtype == truth.dtype and value.is_floating_point() else None
+        if allowed is None:
+            return Comparison(bool(torch.equal(value, truth)), close(value, truth, atol=tolerance), maxdiff, True)
+        # allclose and equal, from the same difference: the truth is finite, so a NaN or inf anywhere in the value
+        # makes maxdiff non-zero and fails `diff <= allowed` exactly as they do (tests/test_compare.py pins it)
+        return Comparison(maxdiff == 0.0, bool((diff <= allowed).all()), maxdiff, True)
     broadcast = reshape = False
     maxdiff = None
     if broadcasts_to(tuple(value.shape), tuple(truth.shape)):
@@ -64,6 +69,27 @@ def compare(value: torch.Tensor, truth: torch.Tensor, atol: float = 1e-8, noise:
     if value.numel() == truth.numel():
         reshape = bool(torch.allclose(value.reshape(truth.shape), truth))
     return Comparison(False, False, maxdiff, False, broadcast, reshape)
+
+
+_ALLOWED: dict[tuple[int, float], tuple[torch.Tensor, int, torch.Tensor | None]] = {}
+
+
+def _allowed(truth: torch.Tensor, atol: float, rtol: float = 1e-5) -> torch.Tensor | None:
+    """Return torch.isclose's allowed error, atol + |rtol * truth|, as it computes it; None for a non-finite truth.
+
+    Computed once per truth and atol: every submission is compared with the same truth tensors.
+    """
+    key = (id(truth), atol)
+    known = _ALLOWED.get(key)
+    if known is not None and known[0] is truth and known[1] == truth._version:
+        return known[2]
+    allowed = atol + (rtol * truth).abs()
+    if not bool(torch.isfinite(allowed).all()):  # never for a gradient: allclose and equal decide then
+        allowed = None
+    if len(_ALLOWED) >= 4096:
+        _ALLOWED.clear()
+    _ALLOWED[key] = (truth, truth._version, allowed)
+    return allowed
 
 
 def broadcasts_to(shape: tuple, target: tuple) -> bool:

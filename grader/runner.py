@@ -117,11 +117,10 @@ class Session:
         a trap's candidates) in its freed memory. The first child is also sent its file at once, so that it loads
         while this process builds the truth; the others wait for their turn, idle.
         """
-        for k, ex in enumerate(exercises):
-            if ex not in self.sources or ex in self.started:
-                continue
+        todo = [ex for ex in exercises if ex in self.sources and ex not in self.started]
+        for k, ex in enumerate(todo):
             self.starts += 1
-            worker = Worker(self.limits)
+            worker = Worker(self.limits, warm_here=len(todo) > 1)
             sent = None
             if k == 0:
                 src = self.sources[ex]

@@ -142,6 +142,29 @@ def test_real_subprocess_entry_points():
     assert stubs.returncode == 1 and "score 0/26: 26 not attempted" in stubs.stdout
 
 
+def test_a_lone_child_warms_itself_before_its_jail(tmp_path):
+    """`grade ex1` forks one child and leaves torch's lazy first calls to it: they must run before the jail."""
+    lazy = (
+        "\n\nimport numpy as np\nimport torch.nn.functional as F\n\n\n"
+        "def dC(C, Xb, demb):\n"
+        "    onehot = F.one_hot(Xb.view(-1), num_classes=C.shape[0]).float()  # (n*block_size, vocab)\n"
+        "    return onehot.T @ demb.view(-1, C.shape[1])\n\n\n"
+        "def db2(dlogits):\n"
+        "    return torch.from_numpy(np.asarray(dlogits.numpy()).sum(0))\n"
+    )
+    (tmp_path / "ex1.py").write_text((REFERENCE / "ex1.py").read_text() + lazy)
+    proc = subprocess.run(
+        [sys.executable, "-m", "grader", "ex1", "--submission", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    by = {i["id"]: i for i in json.loads(proc.stdout)["items"]}
+    assert by["ex1.dC"]["status"] == "passed" and by["ex1.db2"]["status"] == "passed", (by["ex1.dC"], by["ex1.db2"])
+
+
 def test_full_training_runs_in_the_sandbox(tmp_path):
     curve = tmp_path / "curve.png"
     result = run("ex4", "--submission", REFERENCE, "--full", "--steps", "300", "--json", "--curve", curve)

@@ -52,3 +52,39 @@ def test_the_noise_term_is_far_below_any_mistake():
         scale = float(truth.abs().max())
         if scale > 1e-6:  # dlogit_maxes and db1 are rounding through and through
             assert cmp.NOISE_SLACK * fx.noise[grad] < 1e-5 * scale, grad
+
+
+def _ulps(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Return x moved k representable floats up (k < 0: down)."""
+    toward = torch.full_like(x, float("inf") if k > 0 else -float("inf"))
+    for _ in range(abs(k)):
+        x = torch.nextafter(x, toward)
+    return x
+
+
+def test_compare_agrees_with_allclose_and_equal_to_the_last_bit():
+    """compare() derives allclose and equal from one difference; at their boundary it must decide as they do."""
+    gen = torch.Generator().manual_seed(0)
+    special = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e-30, 3.4e38])
+    checked = flipped = 0
+    for trial in range(240):
+        scale = 10.0 ** torch.randint(-13, 3, (1,), generator=gen).item()  # tiny truths: atol decides
+        truth = torch.randn(6, 5, generator=gen) * scale
+        truth[0, 0] = 0.0
+        atol, noise = [(1e-8, 0.0), (1e-7, 0.0), (1e-8, 3e-9), (0.0, 0.0)][trial % 4]
+        tol = atol + cmp.NOISE_SLACK * noise
+        edge = truth + (tol + (1e-5 * truth).abs()) * torch.where(torch.rand(truth.shape, generator=gen) < 0.5, -1, 1)
+        for k in range(-3, 4):  # the representable values around allclose's boundary
+            value = _ulps(edge, k)
+            if trial % 5 == 0:
+                value[1, 2] = special[trial % len(special)]
+            c = cmp.compare(value, truth, atol, noise=noise)
+            assert c.approx == bool(torch.allclose(value, truth, atol=tol)), (trial, k)
+            assert c.exact == bool(torch.equal(value, truth)), (trial, k)
+            checked += 1
+            flipped += c.approx
+    assert checked == 240 * 7 and 0 < flipped < checked  # both verdicts were reached at the boundary
+    same = torch.randn(4, 3, generator=gen)
+    assert cmp.compare(same.clone(), same).exact and not cmp.compare(_ulps(same, 1), same).exact
+    empty = cmp.compare(torch.zeros(0, 3), torch.zeros(0, 3))
+    assert empty.exact and empty.approx and empty.maxdiff == 0.0

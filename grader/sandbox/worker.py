@@ -116,8 +116,9 @@ def _probe() -> jail.Protections:
 class Worker:
     """A sandboxed child holding one exercise file; ask it one request at a time."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, warm_here: bool = True):
         self.limits = limits
+        self.warm_here = warm_here
         self.out = tempfile.TemporaryFile()
         self.out_pos = 0
         self.alive = True
@@ -132,7 +133,8 @@ class Worker:
     def _start_fork(self):
         from grader.sandbox import child
 
-        child.warm_up()  # here, once: every child forked afterwards inherits it
+        if self.warm_here:  # here, once: every child forked afterwards inherits it
+            child.warm_up()  # (a lone child warms itself, before its jail, while this process works on)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         uid = current_uid()
