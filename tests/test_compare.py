@@ -81,6 +81,8 @@ def test_compare_agrees_with_allclose_and_equal_to_the_last_bit():
             c = cmp.compare(value, truth, atol, noise=noise)
             assert c.approx == bool(torch.allclose(value, truth, atol=tol)), (trial, k)
             assert c.exact == bool(torch.equal(value, truth)), (trial, k)
+            assert cmp.close(value, truth, atol=atol, noise=noise) == c.approx, (trial, k)
+            assert cmp.close(value, truth, 1e-4, 1e-6) == bool(torch.allclose(value, truth, 1e-4, 1e-6)), (trial, k)
             checked += 1
             flipped += c.approx
     assert checked == 240 * 7 and 0 < flipped < checked  # both verdicts were reached at the boundary
