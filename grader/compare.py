@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from grader import arena
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -78,6 +80,7 @@ def compare(value: torch.Tensor, truth: torch.Tensor, atol: float = 1e-8, noise:
 
 
 _ALLOWED: dict[tuple[int, float, float], tuple[torch.Tensor, int, torch.Tensor | None]] = {}
+MAX_ALLOWED = 4096  # truths a process compares with (two geometries' ~60 gradients, Ex4's steps): far fewer
 
 
 def _allowed(truth: torch.Tensor, atol: float, rtol: float = 1e-5) -> torch.Tensor | None:
@@ -85,15 +88,17 @@ def _allowed(truth: torch.Tensor, atol: float, rtol: float = 1e-5) -> torch.Tens
 
     Computed once per truth and atol: every submission is compared with the same truth tensors.
     """
+    if truth.is_inference() or len(_ALLOWED) >= MAX_ALLOWED:  # no version counter; or a full cache: allclose
+        return None
     key = (id(truth), atol, rtol)
     known = _ALLOWED.get(key)
     if known is not None and known[0] is truth and known[1] == truth._version:
         return known[2]
-    allowed = atol + (rtol * truth).abs()
+    # |rtol * truth| is the truth's size: kept in the arena, which every sandbox child drops before it runs code
+    # (a child restarted after a crash is forked after judging began, and could name this cache)
+    allowed = torch.mul(truth, rtol, out=arena.ARENA.alloc(truth.dtype, tuple(truth.shape))).abs_().add_(atol)
     if not bool(torch.isfinite(allowed).all()):  # never for a gradient: allclose and equal decide then
         allowed = None
-    if len(_ALLOWED) >= 4096:
-        _ALLOWED.clear()
     _ALLOWED[key] = (truth, truth._version, allowed)
     return allowed
 
