@@ -13,10 +13,16 @@ sandbox, so the figures are upper bounds that no work inside that design can pas
 - in-process: a grading process per student that grades all four exercises in itself, with the runner's own
   judging and no sandbox (bench/sandbox_cost.py's comparator; the lecture geometry's truth, already built);
 - walls + in-process: both in one grading process, which is the whole of `grade batch` minus the wire,
-  the child-side setup per call, each student's own hidden-geometry truth and the similarity check.
+  the child-side setup per call, each student's own hidden-geometry truth and the similarity check;
+- the floor: the walls, plus the CPU spent inside the students' own code (their files executed and their functions
+  called, timed within the in-process phase), plus building one student's hidden-geometry truth (timed here, warm):
+  what any grader with these walls must spend per student before it judges anything.
 
 Each phase is timed over the same class, interleaved over rounds; subs/s is N over the median wall time, and
-the CPU per student counts every process (grading processes and sandboxes, from getrusage). The class is one
+the CPU per student counts every process (grading processes and sandboxes, from getrusage). The bound printed
+last is the larger of the measured rate and the rate if every core were busy (cores / CPU per student). The
+bench class's fixed secret draws one hidden geometry for every student (grade batch draws one per student and
+builds its truth in a server: more work, left out here). The class is one
 bench_batch built (`--keep`), without hostile cases: in-process grading runs student code unsandboxed.
 
     python bench/isolation_floor.py --subs CLASS/subs [--n 200] [--rounds 3]
@@ -36,10 +42,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sandbox_cost import grade_in_process  # noqa: E402
+import sandbox_cost  # noqa: E402
+from common import SECRET  # noqa: E402
 
-from grader import batch, catalogue, pool  # noqa: E402
+from grader import batch, catalogue, fixture, pool  # noqa: E402
 from grader.sandbox import Limits, Worker, jail, pages, reap  # noqa: E402
+from grader.sources import Source  # noqa: E402
 
 EXERCISES = ("ex1", "ex2", "ex3", "ex4")
 TARGETS = {"issue #8": 30.0, "issue #12": 40.0}
@@ -66,19 +74,54 @@ def _bare_forks() -> None:
         os.waitpid(pid, 0)
 
 
-def _in_process(folder: Path) -> None:
-    result = grade_in_process(folder)
+_STUDENT_CPU = [0.0]  # CPU seconds inside the students' own code (their files executed, their functions called)
+
+
+def _timed(fn):
+    def timed(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _STUDENT_CPU[0] += time.process_time() - start
+
+    return timed
+
+
+sandbox_cost._call = _timed(sandbox_cost._call)  # the student's function itself, inputs already copied
+sandbox_cost._Files.exec_file = _timed(sandbox_cost._Files.exec_file)  # compiling and executing the file
+
+
+def _in_process(folder: Path) -> dict:
+    _STUDENT_CPU[0] = 0.0
+    result = sandbox_cost.grade_in_process(folder)
     if folder.name.endswith("_correct") and result.score != result.max_score:
         raise RuntimeError(f"{folder.name}: the reference scored {result.score}/{result.max_score} in-process")
+    return {"student_cpu": _STUDENT_CPU[0]}
 
 
 PHASES = {
     "process": lambda folder: {},
     "bare forks": lambda folder: (_bare_forks(), {})[1],
     "walls": lambda folder: (_walls(), {})[1],
-    "in-process": lambda folder: (_in_process(folder), {})[1],
-    "walls + in-process": lambda folder: (_walls(), _in_process(folder), {})[2],
+    "in-process": _in_process,
+    "walls + in-process": lambda folder: (_walls(), _in_process(folder))[1],
 }
+_STUDENT_CODE: list[float] = []  # per student, from the in-process phases
+
+
+def _truth_per_student(draws: int = 10) -> float:
+    """Return the median CPU seconds to build one student's hidden-geometry truth here, warm, as the server does."""
+    calls = catalogue.select(catalogue.EXERCISES)
+    took = []
+    for k in range(draws):
+        catalogue.use_submission({"ex1": Source("ex1", f"ex1_{k}.py", f"# draw {k}\n")})
+        start = time.process_time()
+        for call in calls:
+            for g in catalogue.geometries(call)[1:]:
+                fixture.build(g, None, call.ex4)
+        took.append(time.process_time() - start)
+    return statistics.median(took)
 
 
 def _cpu() -> float:
@@ -92,6 +135,8 @@ def _run(phase: str, folders: list[Path], jobs: int) -> tuple[float, float]:
     for folder, result, why in pool.run(folders, PHASES[phase], jobs=jobs, deadline=120.0):
         if result is None:
             raise SystemExit(f"CHECK FAILED: {phase} on {folder.name}: {why}")
+        if "student_cpu" in result:
+            _STUDENT_CODE.append(result["student_cpu"])
     return time.perf_counter() - start, _cpu() - cpu
 
 
@@ -105,14 +150,16 @@ def main() -> None:
     folders = sorted(p for p in args.subs.iterdir() if p.is_dir() and not p.name.startswith("h_"))[: args.n]
     load = os.getloadavg()[0]
     print(f"isolation_floor: {len(folders)} students, --jobs {args.jobs}, {args.rounds} rounds, load {load:.2f}")
-    # the scheduling process as grade_batch prepares it
+    # the scheduling process as grade_batch prepares it, with the bench class's fixed secret (one hidden geometry)
     torch.set_num_threads(1)
+    catalogue.use_secret(SECRET)
     catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), None, hidden=False)
     batch._warm_up()
     for folder in folders[:2]:  # the in-process comparator's first-call costs, paid here
-        grade_in_process(folder)
-    collapsed = pages.collapse_heap()
-    print(f"   heap collapsed into huge pages: {collapsed >> 20} MiB, as grade batch does from 100 students")
+        sandbox_cost.grade_in_process(folder)
+    if len(folders) >= batch.COLLAPSE_FROM:
+        collapsed = pages.collapse_heap()
+        print(f"   heap collapsed into huge pages: {collapsed >> 20} MiB, as grade batch does from 100 students")
     walls, cpus = {p: [] for p in PHASES}, {p: [] for p in PHASES}
     with jail.held():
         for slot in range(args.jobs):
@@ -131,7 +178,21 @@ def main() -> None:
             f"   {phase:22s} {n / w:22.1f} {min(walls[phase]):6.2f}-{max(walls[phase]):<6.2f} "
             f"{statistics.median(cpus[phase]) / n * 1e3:13.1f} ms"
         )
-    best = n / statistics.median(walls["walls + in-process"])
+    cores = os.cpu_count() or 1
+    measured = n / statistics.median(walls["walls + in-process"])
+    cpu_bound = cores * n / statistics.median(cpus["walls + in-process"])  # every core busy, no waiting
+    print(f"   walls + in-process: {measured:.1f} subs/s measured, {cpu_bound:.1f} with every core busy")
+    # what no grader with these walls can skip: the walls, the students' own code, each student's own truth
+    walls_ms = statistics.median(cpus["walls"]) / n * 1e3
+    student_ms = statistics.median(_STUDENT_CODE) * 1e3
+    truth_ms = _truth_per_student() * 1e3
+    floor_ms = walls_ms + student_ms + truth_ms
+    print(
+        f"   the walls {walls_ms:.1f} ms + the students' own code {student_ms:.1f} ms (median per student) + "
+        f"their hidden-geometry truth {truth_ms:.1f} ms = {floor_ms:.1f} ms of CPU per student: "
+        f"{cores * 1e3 / floor_ms:.1f} subs/s with judging, the wire and similarity free"
+    )
+    best = max(measured, cpu_bound, cores * 1e3 / floor_ms)
     for issue, target in TARGETS.items():
         verdict = "reachable" if best >= target else "out of reach"
         print(f"   {issue}'s {target:g} subs/s against this design's bound of {best:.1f}: {verdict}")
