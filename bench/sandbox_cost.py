@@ -38,6 +38,8 @@ NEW = "runs" not in inspect.signature(runner.Session.call).parameters  # 1a600a0
 def _wrap(v, depth: int = 0):
     """Return a value as the parent sees it after the wire, without the copy: Returned, int, dict or Opaque."""
     if isinstance(v, torch.Tensor):
+        if v.is_meta or v.is_nested:  # a tensor the wire cannot carry arrives as its description
+            return wire.Opaque(wire.Encoder().value(v)["type"])
         return wire.Returned(v.detach(), bool(v.requires_grad), v.grad_fn is not None)
     if isinstance(v, int) and not isinstance(v, bool):
         return v

@@ -67,6 +67,18 @@ def tensor_bytes(t: torch.Tensor):
         return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
 
 
+def unreadable(t: torch.Tensor) -> str:
+    """Describe a tensor whose values cannot be read as plain bytes, for "Returned a ..." messages."""
+    try:
+        if t.is_meta:
+            return "tensor on the meta device, which has a shape but no values"
+        if t.is_nested:
+            return "nested tensor, which has no single shape"
+        return f"{str(t.layout).removeprefix('torch.')} tensor on {t.device.type} whose values cannot be read"
+    except Exception:  # noqa: BLE001 - a tensor too broken to describe
+        return "tensor whose values cannot be read"
+
+
 def digest(t: torch.Tensor) -> str:
     """Return a digest of a tensor's dtype, shape and bytes (for checking inputs after a call)."""
     h = hashlib.sha256(f"{t.dtype}|{tuple(t.shape)}|".encode())  # twice blake2b's speed here (SHA extensions)
@@ -84,16 +96,19 @@ class Encoder:
     def value(self, v, depth: int = 0) -> dict:
         """Describe one value; tensors keep their bytes, a dict of tensors recurses one level."""
         if isinstance(v, torch.Tensor):
-            data = tensor_bytes(v)
-            desc = {
-                "kind": "tensor",
-                "dtype": str(v.dtype).removeprefix("torch."),
-                "shape": list(v.shape),
-                "offset": self.size,
-                "nbytes": len(data),
-                "requires_grad": bool(v.requires_grad),
-                "grad_fn": v.grad_fn is not None,
-            }
+            try:
+                data = tensor_bytes(v)
+                desc = {
+                    "kind": "tensor",
+                    "dtype": str(v.dtype).removeprefix("torch."),
+                    "shape": list(v.shape),
+                    "offset": self.size,
+                    "nbytes": len(data),
+                    "requires_grad": bool(v.requires_grad),
+                    "grad_fn": v.grad_fn is not None,
+                }
+            except Exception:  # noqa: BLE001 - no values to read (meta), no single shape (nested): say what it is
+                return {"kind": "other", "type": unreadable(v)}
             self.parts.append(data)
             self.size += len(data)
             return desc

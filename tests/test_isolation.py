@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import pool
+from grader import pool, wire
 from grader.runner import grade
 from grader.sandbox import MALFORMED, Limits, jail
 from grader.sandbox.internals import scan
@@ -512,3 +512,19 @@ def test_the_students_own_table_says_their_code_was_flagged(tmp_path):
     assert FLAGGED.split(":")[0] in shown and f"ex2.py line {line}: private attribute ._C" in shown
     assert FLAGGED.split(":")[0] not in " ".join(report.table(calm, color=False).split())
     assert flagged.items[0].status == "passed"  # a flag changes no grade
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors is in prototype stage")
+def test_a_tensor_without_readable_values_is_named_not_blamed_on_the_students_code(tmp_path):
+    """A meta or nested tensor is a returned value the wire cannot carry: say what it is, never 'not attempted'."""
+    odd = (
+        "import torch\n\n\n"
+        "def dlogprobs(logprobs, Yb, n):\n    return torch.empty(logprobs.shape, device='meta')\n\n\n"
+        "def dprobs(probs, dlogprobs):\n    return torch.nested.nested_tensor([torch.zeros(3), torch.zeros(2)])\n"
+    )
+    result = grade(with_snippet(tmp_path, "ex1", odd), ("ex1",), only=["dlogprobs", "dprobs"], limits=LIMITS)
+    meta, nested = result.items
+    assert meta.status == nested.status == "error"
+    assert f"Returned a {wire.unreadable(torch.empty(1, device='meta'))};" in meta.message
+    assert "nested tensor" in wire.unreadable(torch.nested.nested_tensor([torch.zeros(1)]))
+    assert f"Returned a {wire.unreadable(torch.nested.nested_tensor([torch.zeros(1)]))};" in nested.message
