@@ -528,3 +528,22 @@ def test_a_tensor_without_readable_values_is_named_not_blamed_on_the_students_co
     assert f"Returned a {wire.unreadable(torch.empty(1, device='meta'))};" in meta.message
     assert "nested tensor" in wire.unreadable(torch.nested.nested_tensor([torch.zeros(1)]))
     assert f"Returned a {wire.unreadable(torch.nested.nested_tensor([torch.zeros(1)]))};" in nested.message
+
+
+def test_a_sparse_gradient_with_indices_out_of_range_is_refused_at_the_students_line(tmp_path):
+    """Building it raises (invariant checks are on in a child); one built with them off is refused before to_dense."""
+    bad = (
+        "import torch\n\n\n"
+        "def dembcat(emb, dhprebn, W1):\n"
+        "    rows, cols = torch.tensor([0, 1, 5]), torch.tensor([0, 9999, 1, 2, 3])\n"
+        "    return torch.sparse_csr_tensor(rows, cols, torch.ones(5), (2, 3))\n\n\n"
+        "def dC(C, Xb, demb):  # graded after dembcat, in the same child\n"
+        "    torch.sparse.check_sparse_tensor_invariants.disable()\n"
+        "    return torch.sparse_coo_tensor(torch.tensor([[0, 100]]), torch.ones(2, C.shape[1]), C.shape)\n"
+    )
+    result = grade(with_snippet(tmp_path, "ex1", bad), ("ex1",), only=["dC", "dembcat"], limits=LIMITS)
+    by = {i.name: i for i in result.items}
+    assert by["dembcat"].status == "error" and "col_indices" in by["dembcat"].message
+    assert "at line" in by["dembcat"].message  # raised where it was built
+    assert by["dC"].status == "error" and "found index 100" in by["dC"].message  # refused before to_dense
+    assert all("sandbox stopped" not in i.message for i in result.items)

@@ -196,6 +196,7 @@ def warm_up():
 def arm():
     """Switch grad mode off for good and arm every tripwire: from here on, nothing in this child needs autograd."""
     _REAL_SET_GRAD[0](False)
+    torch.sparse.check_sparse_tensor_invariants.enable()  # a sparse tensor built wrong raises at the student's line
     install_autograd_tripwires()
     _close_reflection()
     _SEQUENCE[0] = _sequence_nr()  # what the grader built before this child existed does not count
@@ -515,6 +516,15 @@ def _as_plain(value):
     if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
         value = torch.Tensor._make_subclass(torch.Tensor, value.detach(), False)
     if isinstance(value, torch.Tensor) and value.layout != torch.strided:  # a sparse dC is a dC: its values count
+        if value.layout == torch.sparse_coo:  # indices out of range would crash to_dense: refuse them by name
+            torch._validate_sparse_coo_tensor_args(value._indices(), value._values(), value.shape)
+        elif value.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
+            compressed, plain = (
+                (value.crow_indices(), value.col_indices())
+                if value.layout in (torch.sparse_csr, torch.sparse_bsr)
+                else (value.ccol_indices(), value.row_indices())
+            )
+            torch._validate_sparse_compressed_tensor_args(compressed, plain, value.values(), value.shape, value.layout)
         value = value.to_dense()
     return value
 
