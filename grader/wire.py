@@ -54,17 +54,33 @@ def _type_name(value) -> str:
     return name if module == "builtins" else f"{module}.{name}"
 
 
+# torch's own tensor methods, taken from the C type, which no code can change: a sandbox child reads its inputs'
+# bytes through these after student code ran, so replacing torch.Tensor.numpy cannot make a changed input look
+# unchanged. (torch.Tensor is a Python class whose methods anyone can replace.)
+_BASE = torch._C.TensorBase
+_DEVICE, _DTYPE, _SHAPE = _BASE.device.__get__, _BASE.dtype.__get__, _BASE.shape.__get__
+
+
 def tensor_bytes(t: torch.Tensor):
     """Return a tensor's bytes as a buffer, without a copy when the tensor is contiguous on the CPU."""
-    t = t.detach()
-    if t.device.type != "cpu" or not t.is_contiguous():
-        t = t.to("cpu").contiguous()
-    if t.numel() == 0:
+    t = _BASE.detach(t)
+    if _BASE.is_neg(t) or _BASE.is_conj(t):  # a lazy negation or conjugation: the raw storage is not the values
+        t = _BASE.resolve_conj(_BASE.resolve_neg(t))
+    if _DEVICE(t).type != "cpu" or not _BASE.is_contiguous(t):
+        t = _BASE.contiguous(_BASE.to(t, "cpu"))
+    if _BASE.numel(t) == 0:
         return b""
     try:
-        return memoryview(t.numpy()).cast("B")
+        return memoryview(_BASE.numpy(t)).cast("B")
     except (TypeError, RuntimeError):  # a dtype numpy lacks (bfloat16)
-        return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
+        return ctypes.string_at(_BASE.data_ptr(t), _BASE.numel(t) * _BASE.element_size(t))
+
+
+class Unreadable:
+    """A returned value the child cannot send as tensor bytes, sent as what it is ("Returned a ...")."""
+
+    def __init__(self, description: str):
+        self.description = description[:200]
 
 
 def unreadable(t: torch.Tensor) -> str:
@@ -81,7 +97,7 @@ def unreadable(t: torch.Tensor) -> str:
 
 def digest(t: torch.Tensor) -> str:
     """Return a digest of a tensor's dtype, shape and bytes (for checking inputs after a call)."""
-    h = hashlib.sha256(f"{t.dtype}|{tuple(t.shape)}|".encode())  # twice blake2b's speed here (SHA extensions)
+    h = hashlib.sha256(f"{_DTYPE(t)}|{tuple(_SHAPE(t))}|".encode())  # twice blake2b's speed (SHA extensions)
     h.update(tensor_bytes(t))
     return h.hexdigest()[:32]
 
@@ -96,22 +112,21 @@ class Encoder:
     def value(self, v, depth: int = 0) -> dict:
         """Describe one value; tensors keep their bytes, a dict of tensors recurses one level."""
         if isinstance(v, torch.Tensor):
-            try:
-                data = tensor_bytes(v)
-                desc = {
-                    "kind": "tensor",
-                    "dtype": str(v.dtype).removeprefix("torch."),
-                    "shape": list(v.shape),
-                    "offset": self.size,
-                    "nbytes": len(data),
-                    "requires_grad": bool(v.requires_grad),
-                    "grad_fn": v.grad_fn is not None,
-                }
-            except Exception:  # noqa: BLE001 - no values to read (meta), no single shape (nested): say what it is
-                return {"kind": "other", "type": unreadable(v)}
+            data = tensor_bytes(v)
+            desc = {
+                "kind": "tensor",
+                "dtype": str(v.dtype).removeprefix("torch."),
+                "shape": list(v.shape),
+                "offset": self.size,
+                "nbytes": len(data),
+                "requires_grad": bool(v.requires_grad),
+                "grad_fn": v.grad_fn is not None,
+            }
             self.parts.append(data)
             self.size += len(data)
             return desc
+        if isinstance(v, Unreadable):
+            return {"kind": "other", "type": v.description}
         if isinstance(v, int) and not isinstance(v, bool):
             return {"kind": "int", "value": v}
         if isinstance(v, dict) and depth == 0:

@@ -547,3 +547,43 @@ def test_a_sparse_gradient_with_indices_out_of_range_is_refused_at_the_students_
     assert "at line" in by["dembcat"].message  # raised where it was built
     assert by["dC"].status == "error" and "found index 100" in by["dC"].message  # refused before to_dense
     assert all("sandbox stopped" not in i.message for i in result.items)
+
+
+def test_values_are_read_as_they_are_not_as_their_storage(tmp_path):
+    """A lazily negated view's storage holds the opposite values: the wire resolves it, so minus the truth fails."""
+    negated = (
+        "import torch\n\n\n"
+        "def dlogprobs(logprobs, Yb, n):\n"
+        "    t = torch.zeros_like(logprobs)\n"
+        "    t[range(n), Yb] = -1.0 / n\n"
+        "    buf = torch.zeros(t.numel() + 2)\n"
+        "    buf[1 : 1 + t.numel()] = t.flatten()\n"
+        "    imag = torch.view_as_complex(buf.view(-1, 2)).conj().imag  # storage: t; values: -t\n"
+        "    return torch.as_strided(imag, t.shape, (t.shape[1], 1), 1)\n"
+    )
+    result = grade(with_snippet(tmp_path, "ex1", negated), ("ex1",), only=["dlogprobs"], limits=LIMITS)
+    (item,) = result.items
+    assert item.status == "failed" and "sign-flip" in item.traps, (item.status, item.traps)
+
+
+def test_a_not_implemented_error_from_torch_is_an_error_at_the_students_line(tmp_path):
+    """Only the stub's own `raise NotImplementedError` means 'not attempted'."""
+    sub = "import torch\n\n\nclass S(torch.Tensor):\n    pass\n\n\n"
+    sub += "def dC(C, Xb, demb):\n    return torch.zeros_like(C).to_sparse().as_subclass(S)\n"
+    result = grade(with_snippet(tmp_path, "ex1", sub), ("ex1",), only=["dC"], limits=LIMITS)
+    (item,) = result.items
+    assert item.status == "error" and "Raised NotImplementedError" in item.message and "line" in item.message
+
+
+def test_one_unreadable_gradient_costs_only_its_own_ex4_item(tmp_path):
+    meta = (
+        "_reference_backward = backward\n\n\n"
+        "def backward(Xb, Yb, n, C, W1, W2, bngain, emb, embcat, bnraw, bnvar_inv, h, logits):\n"
+        "    grads = _reference_backward(Xb, Yb, n, C, W1, W2, bngain, emb, embcat, bnraw, bnvar_inv, h, logits)\n"
+        "    grads['dW1'] = grads['dW1'].to('meta')\n"
+        "    return grads\n"
+    )
+    result = grade(with_snippet(tmp_path, "ex4", meta), ("ex4",), limits=LIMITS)
+    by = {i.name: i for i in result.items}
+    assert by["dW1"].status == "error" and wire.unreadable(torch.empty(1, device="meta")) in by["dW1"].message
+    assert all(i.status == "passed" for n, i in by.items() if n not in ("dW1", "training")), by

@@ -513,9 +513,19 @@ def _as_plain(value):
     """Return a returned tensor as a plain, dense torch.Tensor (a subclass could run code on every op), dicts too."""
     if isinstance(value, dict):
         return {k: _as_plain(v) for k, v in list(value.items())[: wire.MAX_ITEMS]}
-    if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
-        value = torch.Tensor._make_subclass(torch.Tensor, value.detach(), False)
-    if isinstance(value, torch.Tensor) and value.layout != torch.strided:  # a sparse dC is a dC: its values count
+    if not isinstance(value, torch.Tensor):
+        return value
+    try:
+        return _plain_tensor(value)
+    except Exception as exc:  # noqa: BLE001 - the value, not the student's code, is what cannot be read
+        return wire.Unreadable(f"tensor whose values cannot be read ({type(exc).__name__}: {_safe_str(exc)[:120]})")
+
+
+def _plain_tensor(value: torch.Tensor):
+    """Return a tensor as a plain, dense, strided torch.Tensor, or wire.Unreadable for one without values."""
+    if value.is_meta or value.is_nested:
+        return wire.Unreadable(wire.unreadable(value))
+    if value.layout != torch.strided:  # a sparse dC is a dC: its values count
         if value.layout == torch.sparse_coo:  # indices out of range would crash to_dense: refuse them by name
             torch._validate_sparse_coo_tensor_args(value._indices(), value._values(), value.shape)
         elif value.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
@@ -526,6 +536,8 @@ def _as_plain(value):
             )
             torch._validate_sparse_compressed_tensor_args(compressed, plain, value.values(), value.shape, value.layout)
         value = value.to_dense()
+    if type(value) is not torch.Tensor:
+        value = torch.Tensor._make_subclass(torch.Tensor, value.detach(), False)
     return value
 
 
