@@ -16,7 +16,8 @@ sandbox, so the figures are upper bounds that no work inside that design can pas
   the child-side setup per call, each student's own hidden-geometry truth and the similarity check;
 - the floor: the walls, plus the CPU spent inside the students' own code (their files executed and their functions
   called, timed within the in-process phase), plus building one student's hidden-geometry truth (timed here, warm):
-  what any grader with these walls must spend per student before it judges anything.
+  what any grader with these walls must spend per student before it judges anything; and that plus the similarity
+  check (run here once over the same students), which `grade batch` runs by default and bench_batch times.
 
 Each phase is timed over the same class, interleaved over rounds; subs/s is N over the median wall time, and
 the CPU per student counts every process (grading processes and sandboxes, from getrusage). The bound printed
@@ -46,6 +47,8 @@ import sandbox_cost  # noqa: E402
 from common import SECRET  # noqa: E402
 
 from grader import batch, catalogue, fixture, pool  # noqa: E402
+from grader.intake import discover  # noqa: E402
+from grader.reports import class_similarity  # noqa: E402
 from grader.sandbox import Limits, Worker, jail, pages, reap  # noqa: E402
 from grader.sources import Source  # noqa: E402
 
@@ -124,6 +127,16 @@ def _truth_per_student(draws: int = 10) -> float:
     return statistics.median(took)
 
 
+def _similarity_per_student(folders: list[Path]) -> float:
+    """Return the CPU seconds per student of grade batch's similarity check on these students, run here once."""
+    entries, _ = discover(folders[0].parent)
+    wanted = {f.name for f in folders}
+    entries = [e for e in entries if e.student in wanted]
+    start = time.process_time()
+    class_similarity(entries)
+    return (time.process_time() - start) / len(entries)
+
+
 def _cpu() -> float:
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
@@ -192,10 +205,18 @@ def main() -> None:
         f"their hidden-geometry truth {truth_ms:.1f} ms = {floor_ms:.1f} ms of CPU per student: "
         f"{cores * 1e3 / floor_ms:.1f} subs/s with judging, the wire and similarity free"
     )
-    best = max(measured, cpu_bound, cores * 1e3 / floor_ms)
+    sim_ms = _similarity_per_student(folders) * 1e3
+    print(
+        f"   + the similarity check, on in grade batch's default run (bench_batch's): {sim_ms:.1f} ms = "
+        f"{floor_ms + sim_ms:.1f} ms: {cores * 1e3 / (floor_ms + sim_ms):.1f} subs/s with judging and the wire free"
+    )
+    best = cores * 1e3 / (floor_ms + sim_ms)  # the floor is below every measured phase that includes it
     for issue, target in TARGETS.items():
         verdict = "reachable" if best >= target else "out of reach"
-        print(f"   {issue}'s {target:g} subs/s against this design's bound of {best:.1f}: {verdict}")
+        print(
+            f"   {issue}'s {target:g} subs/s (grade batch as bench_batch runs it) against this design's bound of "
+            f"{best:.1f}: {verdict} (with --no-similarity the bound is {cores * 1e3 / floor_ms:.1f})"
+        )
 
 
 if __name__ == "__main__":
