@@ -30,7 +30,7 @@ def close(a: torch.Tensor, b: torch.Tensor, rtol: float = 1e-5, atol: float = 1e
     if a.shape != b.shape:
         return False
     tolerance = atol + NOISE_SLACK * noise
-    allowed = _allowed(b, tolerance, rtol) if a.dtype == b.dtype and a.is_floating_point() else None
+    allowed = _allowed(a, b, tolerance, rtol)
     if allowed is None:
         return bool(torch.allclose(a, b, rtol=rtol, atol=tolerance))
     return bool(((a - b).abs() <= allowed).all())  # what allclose decides, for a finite b (see compare)
@@ -62,7 +62,7 @@ def compare(value: torch.Tensor, truth: torch.Tensor, atol: float = 1e-8, noise:
         diff = (value - truth).abs()
         maxdiff = float(diff.max()) if diff.numel() else 0.0
         tolerance = atol + NOISE_SLACK * noise
-        allowed = _allowed(truth, tolerance) if value.dtype == truth.dtype and value.is_floating_point() else None
+        allowed = _allowed(value, truth, tolerance)
         if allowed is None:
             return Comparison(bool(torch.equal(value, truth)), close(value, truth, atol=tolerance), maxdiff, True)
         # allclose and equal, from the same difference: the truth is finite, so a NaN or inf anywhere in the value
@@ -83,12 +83,15 @@ _ALLOWED: dict[tuple[int, float, float], tuple[torch.Tensor, int, torch.Tensor |
 MAX_ALLOWED = 4096  # truths a process compares with (two geometries' ~60 gradients, Ex4's steps): far fewer
 
 
-def _allowed(truth: torch.Tensor, atol: float, rtol: float = 1e-5) -> torch.Tensor | None:
-    """Return torch.isclose's allowed error, atol + |rtol * truth|, as it computes it; None for a non-finite truth.
+def _allowed(value: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float = 1e-5) -> torch.Tensor | None:
+    """Return torch.isclose's allowed error for value against truth, atol + |rtol * truth|, as it computes it.
 
-    Computed once per truth and atol: every submission is compared with the same truth tensors.
+    None where allclose must decide itself: dtypes that differ or do not float, a non-finite truth, a truth
+    without a version counter, a full cache. Computed once per truth and atol: every submission meets the same ones.
     """
-    if truth.is_inference() or len(_ALLOWED) >= MAX_ALLOWED:  # no version counter; or a full cache: allclose
+    if value.dtype != truth.dtype or not value.is_floating_point():
+        return None
+    if truth.is_inference() or len(_ALLOWED) >= MAX_ALLOWED:
         return None
     key = (id(truth), atol, rtol)
     known = _ALLOWED.get(key)

@@ -25,6 +25,10 @@ PROCESS_ENDED = (
     "Look for code that ends or crashes the process (sys.exit, os._exit, ctypes, a signal); the other items "
     "were graded as usual."
 )
+TORCH_NOT_IMPLEMENTED = (
+    "torch has no such operation for these tensors (sparse, meta or a subclass, say): compute the gradient on a "
+    "plain dense tensor instead."
+)
 MAX_TIMEOUTS = 3  # after this many hung calls, a submission's remaining calls are not run
 MAX_STARTS = 64  # sandboxes one submission may start: one per exercise, and one more after each crash
 
@@ -542,6 +546,8 @@ def _failure_message(out: Outcome, doing: str) -> tuple[str, str]:
         return "error", f"{file} could not be loaded{at}, so none of its functions were graded. {text}. {fix}"
     if err.get("type") == "BlockedImport":
         return "error", f"{text}{where}."
+    if err.get("type") == "NotImplementedError":  # torch's, inside real work (the stub's own is "not attempted")
+        return "error", f"Raised {text}{where}. {TORCH_NOT_IMPLEMENTED}"
     return "error", f"Raised {text}{where}."
 
 

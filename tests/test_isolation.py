@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from grader import pool, wire
-from grader.runner import grade
+from grader.runner import TORCH_NOT_IMPLEMENTED, grade
 from grader.sandbox import MALFORMED, Limits, jail
 from grader.sandbox.internals import scan
 from tests.conftest import CORPUS, REFERENCE, make_submission, with_snippet
@@ -43,11 +43,16 @@ def test_a_bad_function_costs_exactly_its_own_item(tmp_path, where, how):
         assert "within 2 s" in bad[0].message  # the limit the user set, not a multiple of it
 
 
+def _one_item(tmp_path, exercise: str, snippet: str, item: str):
+    """Grade one item of the reference with a snippet appended to its exercise file; return that item."""
+    (result,) = grade(with_snippet(tmp_path, exercise, snippet), (exercise,), only=[item], limits=LIMITS).items
+    return result
+
+
 def test_the_hidden_geometry_gets_its_own_deadline(tmp_path):
     hang_on_second = "def dlogprobs(logprobs, Yb, n):\n    import torch\n    while n != 32:\n        pass\n"
     hang_on_second += "    d = torch.zeros_like(logprobs)\n    d[range(n), Yb] = -1.0 / n\n    return d\n"
-    result = grade(with_snippet(tmp_path, "ex1", hang_on_second), ("ex1",), only=["dlogprobs"], limits=LIMITS)
-    (item,) = result.items
+    item = _one_item(tmp_path, "ex1", hang_on_second, "dlogprobs")
     assert item.status == "failed" and "hardcoded-size" in item.traps and "timed out" in item.message
 
 
@@ -561,8 +566,7 @@ def test_values_are_read_as_they_are_not_as_their_storage(tmp_path):
         "    imag = torch.view_as_complex(buf.view(-1, 2)).conj().imag  # storage: t; values: -t\n"
         "    return torch.as_strided(imag, t.shape, (t.shape[1], 1), 1)\n"
     )
-    result = grade(with_snippet(tmp_path, "ex1", negated), ("ex1",), only=["dlogprobs"], limits=LIMITS)
-    (item,) = result.items
+    item = _one_item(tmp_path, "ex1", negated, "dlogprobs")
     assert item.status == "failed" and "sign-flip" in item.traps, (item.status, item.traps)
 
 
@@ -570,9 +574,9 @@ def test_a_not_implemented_error_from_torch_is_an_error_at_the_students_line(tmp
     """Only the stub's own `raise NotImplementedError` means 'not attempted'."""
     sub = "import torch\n\n\nclass S(torch.Tensor):\n    pass\n\n\n"
     sub += "def dC(C, Xb, demb):\n    return torch.zeros_like(C).to_sparse().as_subclass(S)\n"
-    result = grade(with_snippet(tmp_path, "ex1", sub), ("ex1",), only=["dC"], limits=LIMITS)
-    (item,) = result.items
+    item = _one_item(tmp_path, "ex1", sub, "dC")
     assert item.status == "error" and "Raised NotImplementedError" in item.message and "line" in item.message
+    assert TORCH_NOT_IMPLEMENTED in item.message
 
 
 def test_one_unreadable_gradient_costs_only_its_own_ex4_item(tmp_path):
