@@ -27,9 +27,9 @@ def main() -> None:
     parser.add_argument("--converts", type=int, default=50, help="timed conversions of the notebook")
     args = parser.parse_args()
 
-    from grader.notebook import notebook_sources
-    from grader.runner import grade
-    from grader.sources import Submission
+    from grader.grading.runner import grade
+    from grader.submissions.notebook import notebook_sources
+    from grader.submissions.sources import Submission
     from tests.notebooks import lecture
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,7 +3,7 @@
 `grade batch` gives every student a grading process of their own and every exercise a fresh walled child (issue
 #8: no state between exercises, children forked from a process that never held another student's data). This
 script runs those processes exactly as `grade batch` does (the same warm, huge-paged scheduling process,
-grader.pool with --jobs 2, the jail and its slot rooms, four sandboxes per student started through
+grader.classroom.pool with --jobs 2, the jail and its slot rooms, four sandboxes per student started through
 sandbox.Worker, each entering every wall and executing a file), but takes the grading out or does it without a
 sandbox, so the figures are upper bounds that no work inside that design can pass:
 
@@ -46,11 +46,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sandbox_cost  # noqa: E402
 from common import SECRET  # noqa: E402
 
-from grader import batch, catalogue, fixture, pool  # noqa: E402
-from grader.intake import discover  # noqa: E402
-from grader.reports import class_similarity  # noqa: E402
+from grader.classroom import (
+    batch,  # noqa: E402
+    pool,
+)
+from grader.classroom.reports import class_similarity  # noqa: E402
 from grader.sandbox import Limits, Worker, jail, pages, reap  # noqa: E402
-from grader.sources import Source  # noqa: E402
+from grader.spec import catalogue
+from grader.submissions.intake import discover  # noqa: E402
+from grader.submissions.sources import Source  # noqa: E402
+from grader.truth import fixture
 
 EXERCISES = ("ex1", "ex2", "ex3", "ex4")
 TARGETS = {"issue #8": 30.0, "issue #12": 40.0}

@@ -17,7 +17,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from grader import corpus, fixture, training
+from grader.training import sgd as training
+from grader.truth import corpus, fixture
 
 
 def main() -> None:

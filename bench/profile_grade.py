@@ -7,7 +7,7 @@ any sandbox forks, so a child's setup is timed too and reported over its output 
    spawn (interpreter start, imports, fixtures, sandbox, calls, judging, output) to reap (the exit teardown is
    the wall time after the CLI returned). The run's exit status and score line are checked. Median of --runs.
 2. One submission as `grade batch` grades it: a warm parent (fixtures built, torch on one thread, the jail held),
-   the student's grading process forked by grader.pool, runner.grade inside it. Per-submission breakdown for a
+   the student's grading process forked by grader.classroom.pool, runner.grade inside it. Per-submission breakdown for a
    correct and a trap submission, medians over --reps.
 3. `grade batch` of a class (common.build_class) in a fresh interpreter: the scheduling process's phases
    (discover, digests, fixtures, grading loop, outputs, similarity, report, exit), every run's outputs checked.
@@ -73,11 +73,13 @@ IN_SANDBOX = [False]  # set in a sandbox child as it starts (see install)
 
 def install() -> None:
     """Wrap the grader's costly steps, parent side and sandbox-child side."""
-    from grader import compare, corpus, fixture, report, runner, traps, wire
-    from grader.sandbox import child, jail, worker
+    from grader.grading import compare, runner, traps
+    from grader.sandbox import child, jail, wire, worker
+    from grader.show import table as report
+    from grader.truth import corpus, fixture
 
     try:
-        from grader import prebuild
+        from grader.truth import server as prebuild
     except ImportError:  # an older checkout: built the truth in the grading process
         prebuild = None
     timed(fixture, "build", "fixture.build (truth, both geometries)")
@@ -192,14 +194,14 @@ def inner_cli(spawned_at: float, argv: list[str], cprofile: bool) -> None:
 
     TIMES["import torch"].append(time.perf_counter() - t)
     t = time.perf_counter()
-    from grader import cli
+    from grader.cli import main as cli
 
-    TIMES["import grader.cli (+ click)"].append(time.perf_counter() - t)
+    TIMES["import grader.cli.main (+ click)"].append(time.perf_counter() - t)
     t = time.perf_counter()
-    import grader.runner  # noqa: F401
+    import grader.grading.runner  # noqa: F401
     import grader.sandbox.child  # noqa: F401
 
-    TIMES["import grader.runner, sandbox.child (numpy, torch.func ...)"].append(time.perf_counter() - t)
+    TIMES["import grader.grading.runner, sandbox.child (numpy, torch.func ...)"].append(time.perf_counter() - t)
     n_mods = len(sys.modules)
     install()
     if argv[0] == "batch":
@@ -248,8 +250,8 @@ def inner_cli(spawned_at: float, argv: list[str], cprofile: bool) -> None:
 
 def install_batch() -> None:
     """Wrap the phases of grade batch that run in the scheduling process."""
-    from grader import batch, pool, reports
-    from grader.reports import similarity
+    from grader.classroom import batch, pool, reports
+    from grader.classroom.reports import similarity
 
     timed(batch, "grade_batch", "grade_batch (all of it)")
     timed(batch, "discover", "  discover the entries")
@@ -371,9 +373,11 @@ def instrumented(argv: list[str], runs: int, cprofile: bool, ok) -> None:
 def part2(reps: int) -> None:
     import torch
 
-    from grader import catalogue, pool, runner
-    from grader.policy import Policy
+    from grader.classroom import pool
+    from grader.grading import runner
     from grader.sandbox import Limits, jail
+    from grader.spec import catalogue
+    from grader.spec.policy import Policy
 
     install()
     torch.set_num_threads(1)
@@ -388,7 +392,7 @@ def part2(reps: int) -> None:
     subs = {"correct (reference)": write_student(tmp / "correct"), f"trap ({wrong.exercise}/{wrong.path.stem})": trap}
     print(
         f"\n== 2. one full submission as `grade batch` grades it: warm parent, jail held, a grading process forked "
-        f"per student (grader.pool), runner.grade in it; {reps} reps each =="
+        f"per student (grader.classroom.pool), runner.grade in it; {reps} reps each =="
     )
     with jail.held():
         for label, folder in subs.items():
@@ -431,7 +435,8 @@ def part4(steps: int) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from grader import corpus, training
+    from grader.training import sgd as training
+    from grader.truth import corpus
 
     spec = importlib.util.spec_from_file_location("reference_ex4", REFERENCE / "ex4.py")
     module = importlib.util.module_from_spec(spec)

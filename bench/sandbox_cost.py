@@ -30,7 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import describe  # noqa: E402
 
-from grader import catalogue, runner, wire  # noqa: E402
+from grader.grading import runner
+from grader.sandbox import wire
+from grader.spec import catalogue  # noqa: E402
 
 NEW = "runs" not in inspect.signature(runner.Session.call).parameters  # 1a600a0 sends both geometries at once
 
@@ -186,7 +188,7 @@ class OldSession(_Files):
         return self.exec_file(ex)
 
     def call(self, ex: str, function: str, runs: list, timeout=None):
-        from grader import fixture
+        from grader.truth import fixture
 
         outs = []
         for run in runs:
@@ -206,10 +208,10 @@ def grade_in_process(folder: Path):
     """Grade a submission folder with the runner's own logic, every student function executed in this process."""
     calls = catalogue.select(catalogue.EXERCISES)
     if NEW:
-        from grader.policy import Policy
-        from grader.results import SubmissionResult
-        from grader.sandbox import internals
-        from grader.sources import Submission
+        from grader.grading import scan as internals
+        from grader.grading.results import SubmissionResult
+        from grader.spec.policy import Policy
+        from grader.submissions.sources import Submission
 
         sources = runner.read_sources(folder, catalogue.EXERCISES)
         submission = Submission(str(folder), sources)
@@ -223,7 +225,7 @@ def grade_in_process(folder: Path):
             result.extra["flags"] = {"private_internals": flags}
         Policy().apply(result)
         return runner.conclude(result)
-    from grader.results import SubmissionResult
+    from grader.grading.results import SubmissionResult
 
     sources = runner.read_sources(folder, {c.exercise for c in calls})
     session = OldSession(sources)

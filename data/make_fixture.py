@@ -11,7 +11,7 @@ import argparse
 
 import torch
 
-from grader import corpus, fixture
+from grader.truth import corpus, fixture
 
 
 def main():

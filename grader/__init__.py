@@ -4,7 +4,7 @@
 def __getattr__(name: str):
     """Import `check` only when it is asked for, so `import grader` stays light."""
     if name == "check":
-        from grader.check import check
+        from grader.cli.check import check
 
         globals()["check"] = check  # the function, not the submodule of the same name
         return check

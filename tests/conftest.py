@@ -90,6 +90,6 @@ def leaves_nothing_behind():
 
 @pytest.fixture(scope="session")
 def reference_result():
-    from grader.runner import grade
+    from grader.grading.runner import grade
 
     return grade(REFERENCE)

@@ -11,7 +11,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from grader.intake import messages as msg
+from grader.submissions.intake import messages as msg
 from tests.conftest import EXERCISES, REFERENCE
 
 REF = {ex: (REFERENCE / f"{ex}.py").read_text() for ex in ("ex1", "ex2", "ex3", "ex4")}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import GRADEBOOK_COLUMNS, grade_batch
+from grader.classroom.batch import GRADEBOOK_COLUMNS, grade_batch
 from grader.sandbox import Limits
 from tests.conftest import CORPUS, EXERCISES, REFERENCE, make_submission
 
@@ -164,7 +164,7 @@ def test_resume_skips_unchanged_students(tmp_path):
 
 def test_resume_grades_again_a_student_whose_grading_process_failed(tmp_path, monkeypatch):
     """A grading process that died (killed, out of memory, overran) is an error row, not a result to keep."""
-    from grader import batch
+    from grader.classroom import batch
 
     subs = tmp_path / "subs"
     _student(subs, "alice")

@@ -9,8 +9,10 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from grader import catalogue, plots, runner, traps
-from grader.cli import main
+from grader.cli.main import main
+from grader.grading import runner, traps
+from grader.show import plots
+from grader.spec import catalogue
 from tests.conftest import CORPUS, EXERCISES, NAMES_TXT, REFERENCE, ROOT, make_submission, with_snippet
 
 ITEM_KEYS = {

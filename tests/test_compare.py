@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from grader import catalogue, fixture
-from grader import compare as cmp
-from grader.runner import Outcome, judge
-from grader.wire import Returned
+from grader.grading import compare as cmp
+from grader.grading.runner import Outcome, judge
+from grader.sandbox.wire import Returned
+from grader.spec import catalogue
+from grader.truth import fixture
 
 GEOMETRIES = 60
 

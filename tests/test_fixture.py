@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from grader import corpus, fixture
+from grader.truth import corpus, fixture
 from tests.conftest import NAMES_TXT
 
 # If one of these changes, every student's grade may change: bump them only on purpose. The hidden geometry is
@@ -92,7 +92,8 @@ def test_bad_corpus_names_the_line(tmp_path):
 
 
 def test_every_secret_lives_in_the_arena_a_sandbox_drops(reference_result):
-    from grader import arena, fixture
+    from grader.sandbox import arena
+    from grader.truth import fixture
 
     fx = fixture.built_fixtures()[0]
     fx.variant(fixture.Variant(bessel=True))

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.batch import grade_batch
-from grader.cli import main
-from grader.intake import decode_source, discover, read_entry, read_submission
-from grader.intake import messages as msg
-from grader.intake.files import MAX_SOURCE_BYTES, Unreadable, read_regular
-from grader.intake.gather import exercise_of
-from grader.reports import EMPTY_CLASS
-from grader.reports.tables import CANVAS_COLUMNS, GRADEBOOK_COLUMNS, canvas_gradebook
+from grader.classroom.batch import grade_batch
+from grader.classroom.reports import EMPTY_CLASS
+from grader.classroom.reports.tables import CANVAS_COLUMNS, GRADEBOOK_COLUMNS, canvas_gradebook
+from grader.cli.main import main
 from grader.sandbox import Limits
+from grader.submissions.intake import decode_source, discover, read_entry, read_submission
+from grader.submissions.intake import messages as msg
+from grader.submissions.intake.files import MAX_SOURCE_BYTES, Unreadable, read_regular
+from grader.submissions.intake.gather import exercise_of
 from tests import shapes
 from tests.conftest import EXERCISES, REFERENCE
 
@@ -421,7 +421,7 @@ def test_metadata_with_yaml_aliases_is_refused_and_folders_are_graded_by_name(tm
 
 
 def test_a_digest_helper_that_dies_costs_no_gradebook(tmp_path, monkeypatch):
-    from grader import pool
+    from grader.classroom import pool
 
     real = pool.in_child
 

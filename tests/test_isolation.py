@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import pool, wire
-from grader.runner import TORCH_NOT_IMPLEMENTED, grade
-from grader.sandbox import MALFORMED, Limits, jail
-from grader.sandbox.internals import scan
+from grader.classroom import pool
+from grader.grading.runner import TORCH_NOT_IMPLEMENTED, grade
+from grader.grading.scan import scan
+from grader.sandbox import MALFORMED, Limits, jail, wire
 from tests.conftest import CORPUS, REFERENCE, make_submission, with_snippet
 
 LIMITS = Limits(timeout=2.0, memory_mb=512)
@@ -117,7 +117,7 @@ def test_a_terminated_grader_stops_its_sandbox_and_removes_its_jail(tmp_path):
 
 
 def test_code_nested_too_deeply_to_parse_costs_only_its_own_items(tmp_path):
-    from grader.batch import grade_batch
+    from grader.classroom.batch import grade_batch
 
     subs = tmp_path / "subs"
     make_submission(subs / "calm")
@@ -243,7 +243,7 @@ def test_the_jail_of_a_killed_grader_is_swept_by_the_next():
 
 def test_every_child_is_forked_before_anything_is_judged(monkeypatch):
     """A child forked after judging would inherit its leftovers (truth minus answer, a trap's candidates)."""
-    from grader import runner
+    from grader.grading import runner
     from grader.sandbox import worker
 
     judged, forked_at = [0], []
@@ -287,7 +287,7 @@ def dlogprobs(logprobs):
 
 
 def test_the_course_secret_cannot_be_found_from_a_sandbox(tmp_path):
-    from grader.policy import Policy
+    from grader.spec.policy import Policy
 
     secret = "a-course-secret-nobody-may-read"
     result = grade(with_snippet(tmp_path / "sub", "ex1", SECRET_HUNT), policy=Policy(secret=secret), limits=LIMITS)
@@ -297,7 +297,7 @@ def test_the_course_secret_cannot_be_found_from_a_sandbox(tmp_path):
 
 
 def test_a_background_helper_returns_its_value_or_says_how_it_died():
-    from grader.batch import _similarity
+    from grader.classroom.batch import _similarity
 
     assert pool.Background(lambda: {"pairs": [], "compared": 3}).result() == {"pairs": [], "compared": 3}
     dead = pool.Background(lambda: os.kill(os.getpid(), signal.SIGKILL))
@@ -362,7 +362,8 @@ def test_the_sweep_never_follows_a_link(tmp_path):
 
 def test_the_truth_is_computed_in_a_helper_never_in_the_process_that_forks_sandboxes(monkeypatch):
     """Autograd's intermediates, freed here, would lie in every later child's memory for a scan to find."""
-    from grader import arena, fixture
+    from grader.sandbox import arena
+    from grader.truth import fixture
 
     monkeypatch.setattr(fixture, "_BUILT", {})
     here, real = [], fixture.autograd_truth
@@ -385,7 +386,7 @@ def test_each_process_of_the_grader_says_what_it_is_in_ps():
 
 
 def test_a_table_of_the_lecture_training_steps_fails_on_the_hidden_geometry(tmp_path):
-    from grader import fixture
+    from grader.truth import fixture
 
     lecture = fixture.build(fixture.EX4_PRIMARY, None, ex4=True)  # public: the lecture's seed, batches and steps
     table = [
@@ -419,7 +420,8 @@ def test_grading_again_and_again_leaks_no_descriptor(tmp_path):
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the truth server is Linux-only")
 def test_the_truth_server_builds_what_a_helper_would_and_a_dead_one_costs_nothing(monkeypatch):
-    from grader import fixture, prebuild
+    from grader.truth import fixture
+    from grader.truth import server as prebuild
 
     keys = [(fixture.hidden_geometry("a course secret", bytes([k])), None, k == 1) for k in range(4)]
     monkeypatch.setattr(fixture, "_BUILT", {})
@@ -452,8 +454,8 @@ def test_the_truth_server_builds_what_a_helper_would_and_a_dead_one_costs_nothin
 
 @pytest.mark.skipif(sys.platform != "linux", reason="grade batch needs Linux")
 def test_a_batch_builds_every_hidden_truth_in_its_server_not_in_helpers(tmp_path, monkeypatch):
-    from grader import prebuild
-    from grader.batch import grade_batch
+    from grader.classroom.batch import grade_batch
+    from grader.truth import server as prebuild
 
     marker = tmp_path / "forked"
     real = prebuild._fork_helper
@@ -476,7 +478,8 @@ def test_a_batch_builds_every_hidden_truth_in_its_server_not_in_helpers(tmp_path
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the truth server is Linux-only")
 def test_a_grading_process_slow_to_read_its_truth_stalls_no_other(monkeypatch):
-    from grader import fixture, prebuild
+    from grader.truth import fixture
+    from grader.truth import server as prebuild
 
     monkeypatch.setattr(fixture, "_BUILT", {})
     geometries = [fixture.hidden_geometry("a course secret", bytes([k])) for k in range(7)]
@@ -506,8 +509,8 @@ def test_a_file_of_a_quarter_million_flags_is_scanned_in_linear_time():
 
 
 def test_the_students_own_table_says_their_code_was_flagged(tmp_path):
-    from grader import report
-    from grader.sandbox.internals import FLAGGED
+    from grader.grading.scan import FLAGGED
+    from grader.show import table as report
 
     ex2 = (REFERENCE / "ex2.py").read_text() + "\n\ndef _peek():\n    import torch\n    return torch._C\n"
     flagged = grade(make_submission(tmp_path / "flagged", {"ex2.py": ex2}, base=None), ("ex2",), limits=LIMITS)

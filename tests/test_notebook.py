@@ -10,14 +10,14 @@ import nbformat
 import pytest
 from click.testing import CliRunner
 
-from grader.batch import grade_batch
-from grader.cli import main
-from grader.notebook import history_sources, notebook_sources
-from grader.notebook import messages as msg
-from grader.notebook.student import write_student_notebook
-from grader.runner import grade
+from grader.classroom.batch import grade_batch
+from grader.cli.main import main
+from grader.grading.runner import grade
 from grader.sandbox import Limits
-from grader.sources import Submission
+from grader.ship.student_notebook import write_student_notebook
+from grader.submissions.notebook import history_sources, notebook_sources
+from grader.submissions.notebook import messages as msg
+from grader.submissions.sources import Submission
 from tests.conftest import REFERENCE
 from tests.notebooks import lecture
 
@@ -197,7 +197,7 @@ def test_student_notebook_is_valid_and_has_a_check_after_each_exercise(tmp_path)
 
 
 def test_gradescope_grades_an_uploaded_notebook(tmp_path):
-    from grader import gradescope
+    from grader.ship import gradescope
 
     (tmp_path / "submission" / ".ipynb_checkpoints").mkdir(parents=True)
     lecture.write(tmp_path / "submission" / "hw.ipynb", lecture.lecture_cells(dc=lecture.DC_REPEATED))
@@ -227,8 +227,8 @@ def test_without_exercise_markers_the_content_decides():
 
 
 def test_check_is_importable_callable_and_refuses_to_run_outside_a_kernel():
-    import grader.check as module
-    from grader import check
+    import grader.cli.check as module
+    from grader.cli import check
 
     assert callable(check) and callable(module)
     with pytest.raises(ValueError, match="check\\(\\) takes"):
@@ -253,8 +253,8 @@ def test_cells_built_to_make_the_patterns_backtrack_are_read_in_linear_time(tmp_
 
 def test_a_notebook_built_to_make_conversion_slow_or_huge_is_bounded(tmp_path):
     """A chain of helpers stops at MAX_HELPERS per gradient; a notebook of 500,000 `1;` is refused unparsed."""
-    from grader.notebook.build import MAX_HELPERS
-    from grader.notebook.cells import MAX_CODE_LINES
+    from grader.submissions.notebook.build import MAX_HELPERS
+    from grader.submissions.notebook.cells import MAX_CODE_LINES
 
     chain = "\n".join(f"a{k + 1} = a{k}" for k in range(2 * MAX_HELPERS)) + f"\ndlogprobs = a{2 * MAX_HELPERS}\n"
     cells = [("code", "a0 = n\n" + chain)]

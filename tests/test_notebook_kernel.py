@@ -6,7 +6,7 @@ from textwrap import indent
 
 import pytest
 
-from grader.notebook import student
+from grader.ship import student_notebook as student
 from tests.conftest import ROOT
 from tests.notebooks import lecture
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 import torch
 
-from grader.arena import Arena
 from grader.sandbox import pages
+from grader.sandbox.arena import Arena
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork and madvise are Linux's")
 

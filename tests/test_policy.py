@@ -9,8 +9,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from grader import catalogue, fixture, policy
-from grader.policy import Policy, PolicyError
+from grader.spec import catalogue, policy
+from grader.spec.policy import Policy, PolicyError
+from grader.truth import fixture
 from tests.conftest import REFERENCE, make_submission
 
 COURSE = """\
@@ -151,7 +152,7 @@ def test_without_a_secret_one_run_keeps_one_geometry():
 
 
 def test_grade_uses_the_policy(tmp_path):
-    from grader.runner import grade
+    from grader.grading.runner import grade
 
     sub = make_submission(tmp_path / "sub", base=REFERENCE)
     p = Policy(points={"ex2.dlogits": 7}, secret="correct horse battery staple")
@@ -166,7 +167,7 @@ def test_grade_uses_the_policy(tmp_path):
 
 
 def test_each_submission_draws_its_own_hidden_geometry_and_a_regrade_the_same(tmp_path):
-    from grader.intake import read_submission
+    from grader.submissions.intake import read_submission
 
     secret = "correct horse battery staple"
     drawn = []
@@ -205,7 +206,7 @@ TANH = "\n\ndef dhpreact(hpreact, dh):\n    return (1 - hpreact**2) * dh\n"  # t
 
 def _batch(subs, out) -> dict:
     """Run `grade batch` (course.toml found beside the submissions) and return {student: JSON}."""
-    from grader.cli import main
+    from grader.cli.main import main
 
     cli = CliRunner().invoke(main, ["batch", str(subs), "--out", str(out), "--jobs", "1"])
     assert cli.exit_code == 0, cli.output
@@ -218,7 +219,7 @@ def _item(student: dict, item_id: str) -> dict:
 
 @pytest.mark.slow
 def test_course_toml_changes_points_level_and_hidden_geometry_in_a_batch(tmp_path):
-    from grader import runner
+    from grader.grading import runner
 
     a, b = _secret_pair()
     subs = tmp_path / "class" / "submissions"
@@ -256,7 +257,7 @@ def test_course_toml_changes_points_level_and_hidden_geometry_in_a_batch(tmp_pat
 
 
 def test_resume_regrades_when_the_policy_changes(tmp_path):
-    from grader.batch import grade_batch
+    from grader.classroom.batch import grade_batch
 
     subs = tmp_path / "submissions"
     make_submission(subs / "ada", {"ex2.py": "def dlogits(logits):\n    raise NotImplementedError\n"}, base=None)
@@ -269,7 +270,7 @@ def test_resume_regrades_when_the_policy_changes(tmp_path):
 
 
 def test_cli_names_a_bad_course_toml(tmp_path):
-    from grader.cli import main
+    from grader.cli.main import main
 
     sub = make_submission(tmp_path / "sub", base=None)
     bad = _write(tmp_path, '[points]\n"ex2.dlogit" = 1\n', "bad.toml")
@@ -282,7 +283,7 @@ def test_cli_names_a_bad_course_toml(tmp_path):
 
 
 def test_sizes_read_out_of_one_submission_do_not_fit_the_next(tmp_path):
-    from grader.runner import grade
+    from grader.grading.runner import grade
 
     secret = Policy(secret="correct horse battery staple")
     probe = make_submission(tmp_path / "probe", {"ex2.py": (REFERENCE / "ex2.py").read_text()}, base=None)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import policy, release
+from grader.ship import release
+from grader.spec import policy
 from tests.conftest import REFERENCE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -247,14 +248,14 @@ def test_real_bundle_readme_documents_what_the_bundle_accepts(bundle):
     readme = (bundle / "README.md").read_text()
     assert f'pip install torch=={release.TORCH_VERSION} numpy ".[plot]"' in readme
     assert "grade ex1 --only dcounts" in readme and "grade ex1 dcounts" not in readme
-    from grader.report import _LABEL
     from grader.sandbox.child import ALLOWED_IMPORTS
+    from grader.show.table import _LABEL
 
     assert all(f"`{name}`" in readme for name in ALLOWED_IMPORTS if name != "__future__")  # what the sandbox allows
     assert f"reported as `{_LABEL['not_attempted']}`" in readme  # the word the table uses
     from click.testing import CliRunner
 
-    from grader.cli import main
+    from grader.cli.main import main
 
     for line in _readme_commands(readme):
         argv = shlex.split(line)
@@ -372,7 +373,7 @@ FORMULAS = ("(1 - h**2) * dh", "(bnvar + 1e-5)**-1.5", "dout @ B.T", "logits.max
 def test_a_diagnose_course_ships_no_message_above_diagnose(tmp_path, monkeypatch):
     import importlib.util
 
-    original = (ROOT / "grader" / "traps.py").read_text()
+    original = (ROOT / "grader" / "grading" / "traps.py").read_text()
     assert all(f in original for f in FORMULAS)  # what hint and full levels say in the project
     capped = tmp_path / "traps.py"
     capped.write_text(original)
@@ -388,12 +389,12 @@ def test_a_diagnose_course_ships_no_message_above_diagnose(tmp_path, monkeypatch
 
 
 def release_traps():
-    from grader.traps import TRAPS
+    from grader.grading.traps import TRAPS
 
     return TRAPS
 
 
 def test_the_real_bundle_of_a_diagnose_course_holds_no_formula(bundle):
-    text = (bundle / "grader" / "traps.py").read_text()
+    text = (bundle / "grader" / "grading" / "traps.py").read_text()
     assert text.startswith("# The course's messages stop at diagnose level")
     assert not [f for f in FORMULAS if f in text]

@@ -9,10 +9,10 @@ import struct
 
 import pytest
 
-from grader.batch import grade_batch
-from grader.reports.html import FLAG_MEANING, html_report
+from grader.classroom.batch import grade_batch
+from grader.classroom.reports.html import FLAG_MEANING, html_report
+from grader.grading.traps import TRAPS
 from grader.sandbox import Limits
-from grader.traps import TRAPS
 from tests.conftest import CORPUS, EXERCISES, REFERENCE, make_submission
 
 LIMITS = Limits(timeout=2.0, memory_mb=1024)

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from grader.batch import grade_batch
-from grader.intake import read_submission
-from grader.reports import similarity
+from grader.classroom.batch import grade_batch
+from grader.classroom.reports import similarity
 from grader.sandbox import Limits
+from grader.submissions.intake import read_submission
 from tests.conftest import EXERCISES, ROOT
 from tests.independent import copied_and_renamed, student_files, write_class
 
@@ -83,7 +83,7 @@ def test_scores_do_not_depend_on_python_hash_seed(klass):
     root, ids, result, *_ = klass
     code = (
         "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[2]);"
-        "from tests.test_similarity import _sources; from grader.reports.similarity import compare_class;"
+        "from tests.test_similarity import _sources; from grader.classroom.reports.similarity import compare_class;"
         "ids = sys.argv[3:]; print(json.dumps(compare_class(_sources(Path(sys.argv[1]), ids)).to_dict()))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
@@ -149,7 +149,7 @@ def test_the_class_totals_give_every_pairs_own_score(klass):
 
 def test_copydetect_is_imported_without_matplotlib_which_still_imports_after():
     code = (
-        "import sys; import grader.reports.similarity as s; assert 'matplotlib' not in sys.modules; "
+        "import sys; import grader.classroom.reports.similarity as s; assert 'matplotlib' not in sys.modules; "
         "s._copydetect.CodeFingerprint; import matplotlib.pyplot as plt; assert callable(plt.plot); print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -159,10 +159,11 @@ def test_copydetect_is_imported_without_matplotlib_which_still_imports_after():
 def test_a_student_slow_to_read_is_left_out_of_the_comparison_alone(tmp_path, monkeypatch):
     import time
 
-    from grader import deadline, intake
-    from grader.intake import discover
-    from grader.reports import class_similarity
-    from grader.reports.html import _similarity
+    from grader.classroom import deadline
+    from grader.classroom.reports import class_similarity
+    from grader.classroom.reports.html import _similarity
+    from grader.submissions import intake
+    from grader.submissions.intake import discover
 
     root = tmp_path / "class"
     ids = write_class(root, copy_of=3)

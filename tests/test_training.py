@@ -10,8 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from grader import corpus as corpus_mod
-from grader import fixture, training
+from grader.training import sgd as training
+from grader.truth import corpus as corpus_mod
+from grader.truth import fixture
 
 
 def backward(Xb, Yb, n, C, W1, W2, bngain, emb, embcat, bnraw, bnvar_inv, h, logits):
@@ -153,7 +154,7 @@ def test_evaluate_and_sample_at_initialisation():
 
 
 def test_reference_curve_is_autograd_on_the_same_batches(run):
-    from grader import training_cli
+    from grader.cli import training as training_cli
 
     fx = fixture.build(fixture.EX4_PRIMARY, ex4=True)
     grads = training_cli.autograd_backward(**training.bind(training_cli.autograd_backward, fx.inputs()))

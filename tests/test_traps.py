@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import traps
-from grader.runner import grade
+from grader.grading import traps
+from grader.grading.runner import grade
 from tests.conftest import CORPUS, with_snippet
 
 CASES = sorted(CORPUS.glob("ex*/*.py"))
@@ -172,7 +172,7 @@ def test_transposed_is_said_once(tmp_path):
 def test_compare_checks_broadcasting_by_hand_without_sympy():
     code = (
         "import sys, torch\n"
-        "from grader import compare\n"
+        "from grader.grading import compare\n"
         "c = compare.compare(torch.ones(64), torch.ones(1, 64))\n"
         "d = compare.compare(torch.ones(1, 64), torch.ones(64))\n"
         "e = compare.compare(torch.ones(32), torch.ones(32, 1))\n"

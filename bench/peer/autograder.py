@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from grader import corpus, fixture
+from grader.truth import corpus, fixture
 
 SUBMISSION = Path(os.environ.get("PEER_SUBMISSION", "exercises"))
 EX1 = fixture.EX1_ORDER  # dlogprobs .. dC, in backprop order

@@ -29,8 +29,7 @@ import torch.autograd.functional
 import torch.func
 import torch.nn.functional  # noqa: F401  (imported before the jail closes)
 
-from grader import arena, wire
-from grader.sandbox import jail
+from grader.sandbox import arena, forget, jail, wire
 
 # Modules a submission may import; each is imported here, before a child's file system goes away.
 ALLOWED_IMPORTS = (
@@ -310,16 +309,9 @@ def _student_builtins() -> dict:
 
 
 def scrub_secrets():
-    """Drop, in this child's copy of memory only, every true gradient and the course secret the parent holds."""
+    """Drop, in this child's copy of memory only, every true gradient and every secret the parent holds."""
     arena.ARENA.drop()  # the true gradients: one madvise per mapping, the pages read as zeros, nothing is copied
-    from grader import catalogue, compare, fixture, policy
-
-    compare._ALLOWED.clear()  # its allowed errors are in the arena, zeros by now; the truths they name need no index
-    catalogue._SECRET[0] = None  # the secret and the run's key draw the hidden geometry: the child needs neither
-    catalogue._SUBMISSION[0] = b""
-    fixture._RUN_KEY = b""
-    fixture.hidden_geometry.cache_clear()
-    policy.wipe_secrets()  # the course's Policy, held by frames up this child's inherited stack
+    forget.forget_all()  # what each holder of a secret registered (the course's Policy, the run's key, ...)
 
 
 def _safe_str(exc: BaseException) -> str:
@@ -356,7 +348,7 @@ class ChildServer:
         self.namespace: dict = {}
 
     def serve(self):
-        handlers = {"load": self.load, "call": self.call, "train": self.train}
+        handlers = {"load": self.load, "call": self.call}
         while True:
             request = self._receive()
             if request is None:
@@ -365,7 +357,12 @@ class ChildServer:
                 for run in request["runs"]:
                     self.send(*self.call({"function": request["function"], **run}))
                 continue
-            header, blob = handlers[request["op"]](request)
+            registered = forget.handler(request["op"])
+            if registered is not None:
+                del _AUTOGRAD_CALLS[:]
+                header, blob = registered(self, request)
+            else:
+                header, blob = handlers[request["op"]](request)
             self.send(header, blob)
 
     def _receive(self):
@@ -454,42 +451,25 @@ class ChildServer:
         header["autograd"] = sorted(set(_AUTOGRAD_CALLS))[:16]
         return header, enc.blob()
 
-    def train(self, request) -> tuple[dict, bytes]:
-        """Run `grade ex4 --full`'s SGD loop on the student's backward; the parent evaluates the result."""
-        from grader import corpus as corpus_mod
-        from grader import training
+    def student_function(self, name: str):
+        """Return the loaded student function of that name, wrapped so that each call is checked like a graded one.
 
-        fn = self.namespace.get("backward")
+        The wrapper records autograd the call used and hands back plain tensors (dicts of them too).
+        """
+        fn = self.namespace.get(name)
 
         @functools.wraps(fn)
-        def student_backward(**kwargs):
-            grads = fn(**kwargs)
+        def checked(**kwargs):
+            result = fn(**kwargs)
             _grad_mode_check()
             with torch._C.DisableTorchFunction():
-                return {k: _as_plain(v) for k, v in grads.items()} if isinstance(grads, dict) else grads
+                return {k: _as_plain(v) for k, v in result.items()} if isinstance(result, dict) else result
 
-        every = max(1, request["steps"] // 100)
+        return checked
 
-        def progress(step, loss):
-            self.send({"progress": step, "loss": loss})
-
-        enc = wire.Encoder()
-        try:
-            corpus = corpus_mod.load(request.get("data"))
-            params, losses, diverged_at, seconds = training.sgd(
-                student_backward, corpus, request["steps"], progress=progress, progress_every=every
-            )
-        except BaseException as exc:  # noqa: B036 - the student's code runs inside this loop
-            error = describe_exception(exc, self.path)
-            return {"ok": False, "error": error, "autograd": sorted(set(_AUTOGRAD_CALLS))[:16]}, b""
-        header = {
-            "ok": True,
-            "params": {k: enc.value(v) for k, v in params.items()},
-            "losses": enc.value(torch.tensor(losses, dtype=torch.float32)),
-            "diverged_at": diverged_at,
-            "seconds": seconds,
-        }
-        return header, enc.blob()
+    def autograd_calls(self) -> list[str]:
+        """Return the autograd entry points student code reached in the current request."""
+        return sorted(set(_AUTOGRAD_CALLS))[:16]
 
 
 def _output_size() -> int:

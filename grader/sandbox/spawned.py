@@ -1,4 +1,6 @@
-"""The spawn backend's child: `python -m grader.sandbox.spawned MEMORY_MB CPU_SECONDS`, speaking on stdin/stdout.
+"""The spawn backend's child: `python -m grader.sandbox.spawned MEMORY_MB CPU_SECONDS [MODULE ...]`, on stdin/stdout.
+
+MODULE: a module whose import registers a request handler (grader/sandbox/forget.py), as the parent has them.
 
 Used where fork and namespaces are not to be had (macOS, Windows) or when GRADER_SANDBOX=spawn. A fresh
 interpreter has no answers in memory; it takes rlimits where the platform has them, keeps the real stdout for
@@ -17,6 +19,11 @@ def main(argv: list[str]) -> None:
     os.dup2(2, 1)  # the student's print() goes to the output file, never into the reply stream
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     memory_mb, cpu_seconds = int(argv[0]), int(argv[1])
+    import importlib
+
+    for name in argv[2:]:
+        if name.startswith("grader."):  # the parent's own registered handlers, never anything else
+            importlib.import_module(name)
     from grader.sandbox import child, jail
     from grader.sandbox.worker import Limits
 

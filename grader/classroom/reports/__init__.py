@@ -1,0 +1,101 @@
+"""What `grade batch` writes once everyone is graded: CSVs, summary.json, report.html, similarity; stale files go."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from grader.classroom.reports.html import html_report
+from grader.classroom.reports.summary import summarize
+from grader.classroom.reports.tables import CANVAS_ASSIGNMENT, canvas_gradebook, gradebook
+
+EMPTY_CLASS = "no submission to grade in {folder}"
+DETAIL_LINE = "{skipped} entries skipped, {flagged} students flagged by intake, {pairs} similar pairs; see report.html"
+
+
+class EmptyClassError(ValueError):
+    """The submissions folder holds nobody to grade."""
+
+    def __init__(self, folder: Path, skipped=()):
+        self.skipped = list(skipped)
+        lines = [EMPTY_CLASS.format(folder=folder)] + [f"  skipped {s.name}: {s.reason}" for s in self.skipped]
+        super().__init__("\n".join(lines))
+
+
+def detail_line(summary: dict) -> str:
+    """Return the second line of a batch run's outcome: what was skipped, flagged and found alike."""
+    flagged = {s for who in summary.get("intake_flags", {}).values() for s in who}
+    pairs = len((summary.get("similarity") or {}).get("pairs", []))
+    return DETAIL_LINE.format(skipped=len(summary.get("skipped", [])), flagged=len(flagged), pairs=pairs)
+
+
+def _write_json(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, indent=2) + "\n")
+
+
+def remove_stale(students_dir: Path, keep) -> list[str]:
+    """Delete students/<id>.json of students no longer in the submissions folder; return their ids."""
+    stale = []
+    for f in sorted(students_dir.glob("*.json")):
+        if f.name[: -len(".json")] not in keep:
+            f.unlink()
+            stale.append(f.name[: -len(".json")])
+    return stale
+
+
+def write_outputs(
+    out: Path,
+    entries,
+    skipped,
+    students: dict[str, dict],
+    *,
+    similarity: bool | dict = True,
+    canvas_assignment: str | None = None,
+    sandbox: dict | None = None,
+) -> dict:
+    """Write gradebook.csv, canvas.csv, summary.json and report.html for graded students; return the summary.
+
+    similarity: True to compare the class now, False not to, or the dict class_similarity() already returned.
+    """
+    stale = remove_stale(out / "students", set(students))
+    _write_text(out / "gradebook.csv", gradebook(students))
+    _write_text(out / "canvas.csv", canvas_gradebook(students, canvas_assignment or CANVAS_ASSIGNMENT))
+    summary = summarize(students, skipped, stale)
+    if sandbox is not None:  # which walls the sandbox had on this machine (jail.Protections)
+        summary["sandbox"] = sandbox
+    if isinstance(similarity, dict):
+        summary["similarity"] = similarity
+    elif similarity:
+        summary["similarity"] = class_similarity(entries)
+    _write_json(out / "summary.json", summary)
+    _write_text(out / "report.html", html_report(summary, students))
+    return summary
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write UTF-8; bytes of a student's file name that are not UTF-8 (lone surrogates) become U+FFFD."""
+    from grader.submissions.intake.discover import shown
+
+    path.write_text(shown(text), encoding="utf-8")
+
+
+def class_similarity(entries) -> dict:
+    """Read every entry's files and compare the class function by function (summary.json's "similarity")."""
+    from grader.classroom import deadline
+    from grader.classroom.reports.similarity import compare_class
+    from grader.submissions.intake import read_entry
+
+    sources, unread = {}, []
+    for e in entries:  # one student whose files take long to read (a notebook built for it) is left out alone
+        try:
+            with deadline.overall(deadline.SIMILARITY_READ):
+                sources[e.student] = {ex: s.text for ex, s in read_entry(e).sources.items()}
+        except (Exception, deadline.GradingTooLong):  # noqa: BLE001 - never the class's comparison
+            unread.append(e.student)
+    try:
+        compared = compare_class(sources).to_dict()
+    except Exception as exc:  # noqa: BLE001 - a comparison must never cost the class its gradebook
+        compared = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    if unread:
+        compared["not_compared"] = unread
+    return compared

@@ -1,0 +1,382 @@
+"""The `grade` command: a thin click layer over runner, batch, release and gradescope."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from grader.grading.traps import LEVELS
+from grader.show import table as report
+from grader.spec import catalogue
+
+DEFAULT_SUBMISSION = "exercises"
+
+_GRADE_HELP = {
+    "ex1": "Grade Ex1: the 26 atomic gradients, dlogprobs back to dC.",
+    "ex2": "Grade Ex2: dlogits through the cross-entropy shortcut.",
+    "ex3": "Grade Ex3: dhprebn through the BatchNorm shortcut.",
+    "ex4": "Grade Ex4: the compact backward pass, one step and several SGD steps.",
+    "all": "Grade all four exercises.",
+}
+
+
+STUDENT_COMMANDS = ("ex1", "ex2", "ex3", "ex4", "all")
+
+
+class _Grouped(click.Group):
+    """A click group whose --help lists the student commands first and the instructor ones apart."""
+
+    def list_commands(self, ctx):
+        rest = sorted(c for c in self.commands if c not in STUDENT_COMMANDS)
+        return [c for c in STUDENT_COMMANDS if c in self.commands] + rest
+
+    def format_commands(self, ctx, formatter):
+        limit = formatter.width - 6 - max(len(c) for c in self.commands)
+        for title, names in (
+            ("Student commands", [c for c in self.list_commands(ctx) if c in STUDENT_COMMANDS]),
+            ("Instructor commands", [c for c in self.list_commands(ctx) if c not in STUDENT_COMMANDS]),
+        ):
+            rows = [(c, self.commands[c].get_short_help_str(limit)) for c in names if not self.commands[c].hidden]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+@click.group(cls=_Grouped, context_settings={"help_option_names": ["-h", "--help"]})
+def main():
+    """Grade hand-derived backpropagation (makemore part 4) against autograd."""
+
+
+def _data_option(f):
+    return click.option(
+        "--data",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        callback=_check_data,
+        help="Names corpus, one name per line (the lecture's names.txt). Default: the census names.",
+    )(f)
+
+
+def _check_data(ctx, param, value):
+    """Read the corpus now, so that a file that cannot serve says why here, not in a traceback later."""
+    if value is not None:
+        from grader.truth import corpus
+
+        try:
+            corpus.load(value)
+        except corpus.CorpusError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def _course_option(f):
+    return click.option(
+        "--course",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        default=None,
+        help="The course policy (course.toml): points, message level, hidden geometry. "
+        "Default: a course.toml in or beside the submission folder.",
+    )(f)
+
+
+def _policy(course, folder):
+    """Return the course policy of --course, or of a course.toml found beside folder, or the default."""
+    from grader.spec.policy import PolicyError, resolve
+
+    try:
+        return resolve(course, folder)
+    except PolicyError as exc:
+        raise click.BadParameter(str(exc), param_hint="--course") from exc
+
+
+def _make_grade_command(which: str):
+    exercises = catalogue.EXERCISES if which == "all" else (which,)
+
+    @click.option(
+        "--submission",
+        "-s",
+        type=click.Path(),
+        default=None,
+        help=f"Folder holding ex1.py .. ex4.py, or a notebook (.ipynb). Default: ./{DEFAULT_SUBMISSION}.",
+    )
+    @click.option("--only", multiple=True, metavar="NAME", help="Grade only this function or item (repeatable).")
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object and nothing else.")
+    @click.option(
+        "--level",
+        type=click.Choice(LEVELS),
+        default=None,
+        help="How much each message says: diagnose (what is wrong and where), hint (also how to fix it) or "
+        "full (also the formula). Default: diagnose, or the level of the course.toml, which is also the maximum.",
+    )
+    @click.option("--hints", is_flag=True, help="Add a longer explanation of each trap (at the message level).")
+    @click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per function call.")
+    @_data_option
+    @_course_option
+    def command(submission, only, as_json, level, hints, timeout, data, course, **extra):
+        from grader.grading.runner import grade
+        from grader.sandbox import Limits
+
+        if only:
+            known = {i.name for i in catalogue.items(exercises)} | {i.id for i in catalogue.items(exercises)}
+            unknown = [o for o in only if o not in known and o != "backward"]
+            if unknown:
+                raise click.BadParameter(f"{', '.join(unknown)} is not an item of {which}", param_hint="--only")
+        if extra.get("curve") and not extra.get("full"):
+            raise click.UsageError("--curve draws the loss curve of the --full training run: add --full.")
+        if submission is None:
+            submission = _default_submission()
+        graded = Path(submission)
+        if not (graded.is_dir() and any((graded / f"{ex}.py").is_file() for ex in catalogue.EXERCISES)):
+            from grader.submissions.notebook.submission import cli_submission  # a notebook or an archive: read it first
+
+            try:
+                graded = cli_submission(graded)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="--submission") from exc
+        from grader.spec.policy import grade_kwargs
+
+        policy = _policy(course, submission)
+        limits = Limits(timeout=timeout)
+        kwargs = grade_kwargs(policy)
+        kwargs["level"] = _level(level, policy)
+        result = grade(graded, exercises, only=only or None, data=data, limits=limits, **kwargs)
+        _say_missing_walls(as_json)
+        if not isinstance(graded, Path):  # a notebook or an archive: say which cells or files were graded
+            from grader.submissions.notebook.submission import notes_for
+
+            result.extra.update(graded.to_dict())
+            for line in [] if as_json else notes_for(graded.notes, exercises):
+                report.note(line)
+        if extra.get("full"):
+            from grader.cli.training import run_full
+
+            result.extra["training"] = run_full(
+                graded, data=data, steps=extra["steps"], quiet=as_json, plot=extra.get("curve")
+            )
+        if as_json:
+            report.emit_json(result.to_dict())
+        else:
+            report.emit_table(result, hints=hints)
+        if extra.get("plot"):  # after the table: a missing matplotlib costs the picture, not the verdicts
+            _plot(which, result, Path(extra["plot"]), data)
+        sys.exit(0 if result.passed else 1)
+
+    command.__doc__ = _GRADE_HELP[which]
+    if which in ("ex1", "ex2"):
+        command = click.option(
+            "--plot",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Write a PNG: ex1, where each failing gradient differs; ex2, dlogits.",
+        )(command)
+    if which == "ex4":
+        command = click.option("--full", is_flag=True, help="Also train the network with your backward only.")(command)
+        command = click.option(
+            "--steps",
+            type=click.IntRange(min=1),
+            default=200_000,
+            show_default=True,
+            help="Training steps for --full.",
+        )(command)
+        command = click.option(
+            "--curve", type=click.Path(dir_okay=False), default=None, help="With --full, write the loss curve PNG here."
+        )(command)
+    return main.command(name=which)(command)
+
+
+def _default_submission() -> str:
+    """Return ./exercises, or stop with where grade looked and how to point it elsewhere."""
+    if Path(DEFAULT_SUBMISSION).is_dir():
+        return DEFAULT_SUBMISSION
+    here = Path.cwd()
+    raise click.UsageError(
+        f"grade looks for your exercise files in ./{DEFAULT_SUBMISSION}, and there is no {DEFAULT_SUBMISSION}/ "
+        f"folder in {here}. Run grade from the project folder (the one holding {DEFAULT_SUBMISSION}/), or say "
+        f"where your files are: grade ... --submission PATH/TO/FOLDER."
+    )
+
+
+def _level(asked: str | None, policy) -> str:
+    """Return the message level: the student's --level, at most a course.toml's level (which is also the default).
+
+    Without a course.toml the default is diagnose and any level may be asked for.
+    """
+    if asked is None:
+        return policy.level
+    cap = policy.level if policy.source else LEVELS[-1]
+    if LEVELS.index(asked) > LEVELS.index(cap):
+        report.note(f"--level {asked}: this course's messages go up to {cap}, so they are shown at {cap}.")
+        return cap
+    return asked
+
+
+def _say_missing_walls(quiet: bool):
+    """Say in one line which sandbox protections this platform lacks (the student's own code still runs)."""
+    from grader.sandbox import protections
+
+    missing = protections().missing()
+    if missing and not quiet:
+        report.note(f"sandbox ({protections().backend}): off on this platform: {'; '.join(missing)}")
+
+
+def _plot(which: str, result, path: Path, data):
+    from grader.show import plots
+
+    wanted = ("passed", "failed") if which == "ex2" else ("failed",)
+    pairs = [(i.id, i.value, i.truth) for i in result.items if i.status in wanted and i.value is not None]
+    if not pairs:
+        report.note(
+            "--plot: ex2 returned no tensor to draw"
+            if which == "ex2"
+            else "--plot: nothing failed, so there is nothing to draw"
+        )
+        return
+    try:
+        if which == "ex2":
+            plots.plot_dlogits(pairs[0][1], pairs[0][2], path)
+        else:
+            plots.plot_differences(pairs, path)
+    except RuntimeError as exc:  # matplotlib is missing: plots.MISSING says how to install it
+        report.note(f"--plot: no picture written; {exc}")
+        return
+    report.note(f"wrote {path}")
+
+
+for _which in ("ex1", "ex2", "ex3", "ex4", "all"):
+    _make_grade_command(_which)
+
+
+ROOT = Path(__file__).resolve().parents[2]  # the source checkout: reference/ and exercises/ live here
+
+
+@main.command(name="batch")
+@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for gradebook.csv, students/, summary.json and report.html.",
+)
+@click.option("--jobs", "-j", type=int, default=2, show_default=True, help="Submissions graded at once.")
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per function call.")
+@click.option("--memory", type=int, default=2048, show_default=True, help="MB each sandbox may allocate.")
+@click.option("--resume", is_flag=True, help="Skip students whose files have not changed since the last run.")
+@click.option(
+    "--similarity/--no-similarity",
+    default=True,
+    show_default=True,
+    help="Compare submissions function by function and list suspicious pairs.",
+)
+@click.option(
+    "--canvas-assignment",
+    default=None,
+    metavar="NAME",
+    help='The assignment column of canvas.csv, as Canvas names it: "Backprop ninja (12345)".',
+)
+@_data_option
+@_course_option
+def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canvas_assignment, data, course):
+    """Grade every submission in SUBMISSIONS: folders, archives, notebooks, Canvas or Gradescope downloads."""
+    from grader.classroom.batch import BatchNeedsLinux, grade_batch
+    from grader.classroom.reports import EmptyClassError, detail_line
+    from grader.sandbox import Limits
+
+    policy = _policy(course, submissions)
+    limits = Limits(timeout=timeout, memory_mb=memory)
+    try:
+        summary = grade_batch(
+            submissions,
+            out,
+            jobs=jobs,
+            limits=limits,
+            resume=resume,
+            data=data,
+            policy=policy,
+            similarity=similarity,
+            canvas_assignment=canvas_assignment,
+        )
+    except (EmptyClassError, BatchNeedsLinux) as exc:
+        raise click.ClickException(str(exc)) from exc
+    report.note(report.batch_line(summary, out))
+    report.note(detail_line(summary))
+
+
+def _instructor_policy(course):
+    """Return the policy of --course, else of ./course.toml, else the default."""
+    from grader.spec.policy import FILENAME
+
+    here = Path(FILENAME)
+    return _policy(course if course is not None else (here if here.is_file() else None), None)
+
+
+@main.command(name="release")
+@click.argument("outdir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--course",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The course policy to ship, without its secret. Default: ./course.toml if there is one.",
+)
+def release_cmd(outdir, course):
+    """Build the student bundle in OUTDIR: committed stubs and grader, never reference/ or the course secret."""
+    from grader.ship import release
+
+    try:
+        path = release.build_release(outdir, ROOT, policy=_instructor_policy(course))
+    except (FileExistsError, FileNotFoundError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    report.note(f"Student bundle written to {path}")
+
+
+@main.command(name="gradescope")
+@click.argument("out_zip", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--visibility",
+    type=click.Choice(["hidden", "after_due_date", "after_published", "visible"]),
+    default=None,
+    help="Visibility of the summary and the lecture-geometry tests. Default: the course policy's (visible).",
+)
+@click.option(
+    "--course",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The course policy (secret included) to grade with. Default: ./course.toml if there is one.",
+)
+def gradescope_cmd(out_zip, visibility, course):
+    """Build the Gradescope autograder zip OUT_ZIP."""
+    from grader.ship import gradescope
+
+    policy = _instructor_policy(course)
+    try:
+        path = gradescope.build_autograder_zip(out_zip, ROOT, visibility=visibility, policy=policy)
+    except (FileNotFoundError, RuntimeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    report.note(f"Autograder zip written to {path}")
+
+
+def run():
+    """Run `grade` and leave without tearing torch down: flush, run exit handlers, then exit at once."""
+    import atexit
+    import gc
+    import os
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))  # unwind: sandboxes stopped, jail removed
+    gc.freeze()  # torch's ~1M objects live to the end: one full collection of them costs ~70 ms and frees nothing
+    try:
+        main.main(prog_name="grade")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, (int, type(None))):
+            click.echo(str(exc.code), err=True)
+    atexit._run_exitfuncs()  # e.g. removing the sandbox's jail folder; then skip the ~0.4 s of interpreter teardown
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

@@ -1,5 +1,0 @@
-"""Notebooks as submissions: lecture-style cells become the exercise functions the grader grades."""
-
-from grader.notebook.convert import history_sources, notebook_sources, sources_from_cells
-
-__all__ = ["history_sources", "notebook_sources", "sources_from_cells"]

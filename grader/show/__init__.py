@@ -1,0 +1,1 @@
+"""What a student sees: the terminal table, the notebook table, and the plots."""

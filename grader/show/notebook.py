@@ -1,0 +1,65 @@
+"""How check() shows a result: an HTML table in a notebook, the text table in a terminal."""
+
+from __future__ import annotations
+
+import html
+
+from grader.grading.results import SubmissionResult
+from grader.show import table as report
+
+_COLOR = {"passed": "#1a7f37", "failed": "#cf222e", "error": "#cf222e", "timeout": "#9a6700", "not_attempted": "#777"}
+_LABEL = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "timeout": "TIMEOUT", "not_attempted": "todo"}
+_CELL = "padding:2px 8px;text-align:left;vertical-align:top"
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    return f"{value:.2e}" if value else "0"
+
+
+class CheckReport:
+    """A graded result that IPython renders as HTML in a notebook and as text in a terminal."""
+
+    def __init__(self, result: SubmissionResult, notes: list[str]):
+        self.result = result
+        self.notes = list(notes)
+
+    def __repr__(self) -> str:
+        lines = [report.table(self.result, color=False)]
+        if self.notes:
+            lines += ["", *self.notes]
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        head = "".join(
+            f"<th style='{_CELL}'>{h}</th>" for h in ("item", "status", "exact", "approx", "maxdiff", "traps")
+        )
+        rows = []
+        for item in self.result.items:
+            color = _COLOR.get(item.status, "inherit")
+            cells = [
+                f"<code>{html.escape(item.id)}</code>",
+                f"<b style='color:{color}'>{_LABEL.get(item.status, item.status)}</b>",
+                _fmt(item.exact),
+                _fmt(item.approx),
+                _fmt(item.maxdiff),
+                html.escape(", ".join(item.traps)),
+            ]
+            rows.append("<tr>" + "".join(f"<td style='{_CELL}'>{c}</td>" for c in cells) + "</tr>")
+            if item.message and (item.status not in ("passed", "not_attempted") or item.traps):
+                rows.append(
+                    f"<tr><td></td><td colspan='5' style='{_CELL};color:#555'>{html.escape(item.message)}</td></tr>"
+                )
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        summary = html.escape(report.summary_line(self.result))
+        return (
+            f"<table style='border-collapse:collapse;font-size:90%'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table><p><b>{summary}</b></p>"
+            + (f"<ul style='font-size:85%;color:#555'>{notes}</ul>" if notes else "")
+        )

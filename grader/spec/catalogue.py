@@ -1,0 +1,147 @@
+"""The exercises: which functions a student writes, what each may ask for, and what each item is worth."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from grader.sandbox import forget
+from grader.truth import fixture
+
+EXERCISES = ("ex1", "ex2", "ex3", "ex4")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One graded gradient (or the training check): an id like 'ex1.dC' and its points."""
+
+    exercise: str
+    name: str  # 'dC', 'dlogits', 'training'
+    points: float = 1.0
+
+    @property
+    def id(self) -> str:
+        return f"{self.exercise}.{self.name}"
+
+    @property
+    def var(self) -> str:
+        """Return the variable whose gradient this item is ('C' for dC)."""
+        return self.name[1:]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One student function and the items its return value is graded as.
+
+    kind: 'tensor' (returns one gradient), 'dict' (ex4.backward: returns d<param> for every parameter),
+    'training' (ex4.backward called on consecutive SGD steps).
+    grads: the true gradients this function may ask for, on top of the forward tensors and parameters.
+    """
+
+    exercise: str
+    function: str
+    items: tuple[Item, ...]
+    kind: str = "tensor"
+    grads: tuple[str, ...] = ()
+
+    @property
+    def ex4(self) -> bool:
+        return self.exercise == "ex4"
+
+
+def _ex1_calls() -> tuple[Call, ...]:
+    calls = []
+    for k, var in enumerate(fixture.EX1_ORDER):
+        name = "d" + var
+        calls.append(Call("ex1", name, (Item("ex1", name),), grads=tuple("d" + v for v in fixture.EX1_ORDER[:k])))
+    return tuple(calls)
+
+
+CALLS: dict[str, tuple[Call, ...]] = {
+    "ex1": _ex1_calls(),
+    "ex2": (Call("ex2", "dlogits", (Item("ex2", "dlogits", 2.0),)),),
+    "ex3": (Call("ex3", "dhprebn", (Item("ex3", "dhprebn", 4.0),), grads=("dhpreact",)),),
+    "ex4": (
+        Call("ex4", "backward", tuple(Item("ex4", g) for g in fixture.EX4_GRADS), kind="dict"),
+        Call("ex4", "backward", (Item("ex4", "training", 3.0),), kind="training"),
+    ),
+}
+
+
+def items(exercises=EXERCISES) -> list[Item]:
+    """Return every item of the given exercises, in backprop order."""
+    return [item for ex in exercises for call in CALLS[ex] for item in call.items]
+
+
+def select(exercises, only=None) -> list[Call]:
+    """Return the calls of the exercises, keeping only those whose function or item matches `only`."""
+    calls = [call for ex in exercises for call in CALLS[ex]]
+    if not only:
+        return calls
+    wanted = set(only)
+    return [c for c in calls if c.function in wanted or any(i.id in wanted or i.name in wanted for i in c.items)]
+
+
+_SECRET: list = [None]  # the course secret in force (see use_secret); None draws a per-run hidden geometry
+
+
+_SUBMISSION: list = [b""]  # the digest of the submission being graded (see use_submission)
+
+
+@forget.on_fork_forget
+def _forget_secret() -> None:
+    """A sandbox child needs neither the secret nor the submission's digest: together they draw the hidden geometry."""
+    _SECRET[0] = None
+    _SUBMISSION[0] = b""
+
+
+def use_secret(secret: str | None) -> None:
+    """Make the hidden second geometry the one this course secret draws (None: this run's random one)."""
+    _SECRET[0] = secret
+
+
+def use_submission(sources: dict) -> None:
+    """Draw the hidden geometry for this submission's files ({exercise: Source}): each submission its own."""
+    h = hashlib.sha256()
+    for ex in sorted(sources):
+        h.update(f"{ex}\0{len(sources[ex].text)}\0".encode() + sources[ex].text.encode("utf-8", "surrogatepass"))
+    _SUBMISSION[0] = h.digest()
+
+
+def geometries(call: Call, hidden: bool = True) -> tuple[fixture.Geometry, ...]:
+    """Return the (graded, hidden second) geometry of a call; only the graded one when hidden is false."""
+    graded = fixture.EX4_PRIMARY if call.ex4 else fixture.PRIMARY
+    if not hidden:
+        return (graded,)
+    return graded, fixture.hidden_geometry(_SECRET[0], _SUBMISSION[0])
+
+
+def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> fixture.Fixture:
+    """Return the fixture a call is graded on in one geometry."""
+    return fixture.build(geometry, data, ex4=call.ex4)
+
+
+def build_fixtures(calls, data: str | None, started=None, hidden: bool = True) -> None:
+    """Build every fixture these calls are graded on, in both geometries, the truth in a helper process.
+
+    started: what start_fixtures() returned, if the helper was forked earlier to work while this process did.
+    hidden: false builds only the graded geometry (a batch's, shared by every student; each hidden one is not).
+    """
+    from grader.truth import server as prebuild
+
+    prebuild.finish(started if started is not None else start_fixtures(calls, data, hidden))  # none on this heap
+    for call in calls:
+        for g in geometries(call, hidden):
+            build_fixture(call, g, data)
+
+
+def start_fixtures(calls, data: str | None, hidden: bool = True):
+    """Fork the helper that builds these calls' truth; build_fixtures(..., started=) collects it."""
+    from grader.truth import server as prebuild
+
+    return prebuild.start([(g, data, call.ex4) for call in calls for g in geometries(call, hidden)])
+
+
+def available(call: Call, fx: fixture.Fixture) -> list[str]:
+    """Return every name the call's function may ask for."""
+    return [*fx.inputs(), *call.grads]

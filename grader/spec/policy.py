@@ -1,0 +1,224 @@
+"""A course's grading policy, read from one course.toml: points, message level, the secret and Gradescope visibility.
+
+    level = "diagnose"            # how much a student message may say: diagnose | hint | full
+    secret = "long random text"   # draws the hidden geometry; never enters the student bundle
+
+    [points]
+    ex1 = 13                      # an exercise's total, shared equally by its items not named below
+    "ex3.dhprebn" = 6             # one item
+
+    [gradescope]
+    visibility = "visible"                # the lecture-geometry tests and the summary
+    hidden_visibility = "after_due_date"  # the hidden-geometry tests, which carry the points
+
+Every key is optional; a missing one keeps the grader's default. Unknown keys and bad values are errors that
+name the key, the value and the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import weakref
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from grader.sandbox import forget
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+FILENAME = "course.toml"
+LEVELS = ("diagnose", "hint", "full")
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+DEFAULT_LEVEL = "diagnose"
+MIN_SECRET_CHARS = 12
+_TOP_KEYS = ("level", "secret", "points", "gradescope")
+_GRADESCOPE_KEYS = ("visibility", "hidden_visibility")
+
+
+_LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # every Policy alive, by id: a child wipes them
+
+
+@forget.on_fork_forget
+def wipe_secrets() -> None:
+    """Forget the secret of every Policy in this process (a sandbox child's copy: the parent keeps its own).
+
+    A child inherits its parent's call stack, and a frame up that stack holds the course's Policy: student code
+    walking frames or gc's objects would find the secret that draws the hidden geometry.
+    """
+    for policy in list(_LIVE.values()):
+        object.__setattr__(policy, "secret", None)
+
+
+class PolicyError(ValueError):
+    """A course.toml that cannot be used: the message names the file, the key and the value."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a course decides: points per item and exercise, message level, secret, Gradescope visibility.
+
+    points: {"ex1.dC": 2.0, "ex1": 26.0, ...}, item ids and exercise totals as written in course.toml.
+    secret: draws the hidden second geometry and its seeds; None draws a fresh one per run (see fixture.py).
+    """
+
+    points: dict = field(default_factory=dict)
+    level: str = DEFAULT_LEVEL
+    secret: str | None = field(default=None, repr=False)
+    visibility: str = "visible"
+    hidden_visibility: str = "after_due_date"
+    source: str = ""  # the file it was read from, for messages
+
+    def __post_init__(self):
+        _LIVE[id(self)] = self
+
+    def item_points(self, item_id: str, default: float) -> float:
+        """Return the points of one item: its own entry, else its share of its exercise's total, else default."""
+        if item_id in self.points:
+            return float(self.points[item_id])
+        exercise = item_id.split(".", 1)[0]
+        if exercise not in self.points:
+            return float(default)
+        from grader.spec import catalogue
+
+        ids = [i.id for i in catalogue.items((exercise,))]
+        named = [i for i in ids if i in self.points]
+        left = float(self.points[exercise]) - sum(float(self.points[i]) for i in named)
+        return left / (len(ids) - len(named))
+
+    def apply(self, result) -> None:
+        """Set every item's max_score in a SubmissionResult from this policy."""
+        for item in result.items:
+            item.max_score = self.item_points(item.id, item.max_score)
+
+    def public(self) -> Policy:
+        """Return this policy without its secret: what may ship to students."""
+        return replace(self, secret=None)
+
+    def to_toml(self) -> str:
+        """Write the policy as course.toml text (the secret included only if set)."""
+        lines = [f"level = {json.dumps(self.level)}"]
+        if self.secret is not None:
+            lines.append(f"secret = {json.dumps(self.secret)}")
+        if self.points:
+            lines += ["", "[points]"]
+            lines += [f"{json.dumps(k)} = {_number(v)}" for k, v in self.points.items()]
+        lines += [
+            "",
+            "[gradescope]",
+            f"visibility = {json.dumps(self.visibility)}",
+            f"hidden_visibility = {json.dumps(self.hidden_visibility)}",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def fingerprint(self) -> str:
+        """Return a short hash of everything that changes a grade (the secret only as a hash)."""
+        secret = hashlib.sha256(self.secret.encode()).hexdigest() if self.secret is not None else "per-run"
+        return hashlib.sha256(f"{self.public().to_toml()}|{secret}".encode()).hexdigest()[:16]
+
+
+def _number(x: float) -> str:
+    """Render a number for TOML."""
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def load(path) -> Policy:
+    """Read and validate a course.toml; raise PolicyError naming the file, the key and the bad value."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PolicyError(f"{path}: no such course policy file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(f"{path}: cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{path}: not valid TOML: {exc}") from None
+    return from_dict(raw, str(path))
+
+
+def from_dict(raw: dict, source: str = FILENAME) -> Policy:
+    """Validate a parsed course.toml and return its Policy."""
+    unknown = [k for k in raw if k not in _TOP_KEYS]
+    if unknown:
+        raise PolicyError(f"{source}: unknown key {unknown[0]!r} (known keys: {', '.join(_TOP_KEYS)})")
+    level = raw.get("level", DEFAULT_LEVEL)
+    if level not in LEVELS:
+        raise PolicyError(f"{source}: level = {level!r} is not one of {', '.join(LEVELS)}")
+    secret = raw.get("secret")
+    if secret is not None and (not isinstance(secret, str) or len(secret.strip()) < MIN_SECRET_CHARS):
+        # never echo the value: it may be most of a real secret
+        kind = f"{len(secret)} characters" if isinstance(secret, str) else f"a {type(secret).__name__}"
+        raise PolicyError(f"{source}: secret must be a string of at least {MIN_SECRET_CHARS} characters (got {kind})")
+    gs = raw.get("gradescope", {})
+    if not isinstance(gs, dict):
+        raise PolicyError(f"{source}: gradescope must be a table ([gradescope]), not {gs!r}")
+    for key, value in gs.items():
+        if key not in _GRADESCOPE_KEYS:
+            raise PolicyError(f"{source}: unknown key 'gradescope.{key}' (known: {', '.join(_GRADESCOPE_KEYS)})")
+        if value not in VISIBILITIES:
+            raise PolicyError(f"{source}: gradescope.{key} = {value!r} is not one of {', '.join(VISIBILITIES)}")
+    return Policy(
+        points=_points(raw.get("points", {}), source),
+        level=level,
+        secret=secret,
+        visibility=gs.get("visibility", "visible"),
+        hidden_visibility=gs.get("hidden_visibility", "after_due_date"),
+        source=source,
+    )
+
+
+def _points(table, source: str) -> dict:
+    """Validate the [points] table: item ids or exercises mapped to finite, non-negative numbers."""
+    from grader.spec import catalogue
+
+    if not isinstance(table, dict):
+        raise PolicyError(f"{source}: points must be a table ([points]), not {table!r}")
+    ids = {i.id: i for i in catalogue.items()}
+    points = {}
+    for key, value in table.items():
+        if key not in ids and key not in catalogue.EXERCISES:
+            raise PolicyError(
+                f"{source}: points key {key!r} is neither an exercise ({', '.join(catalogue.EXERCISES)}) nor an "
+                f"item id such as ex1.dC or ex2.dlogits"
+            )
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise PolicyError(f"{source}: points {key!r} = {value!r} is not a non-negative number")
+        points[key] = value
+    for ex in catalogue.EXERCISES:
+        if ex not in points:
+            continue
+        items = [i.id for i in catalogue.items((ex,))]
+        named = sum(points[i] for i in items if i in points)
+        rest = [i for i in items if i not in points]
+        if named > points[ex] or (not rest and not math.isclose(named, points[ex])):
+            raise PolicyError(
+                f"{source}: points {ex!r} = {points[ex]!r}, but the {ex} items named in [points] add up to {named!r}"
+            )
+    return points
+
+
+def find(folder) -> Path | None:
+    """Return the course.toml inside or beside a submissions folder, or None."""
+    folder = Path(folder).resolve()
+    for candidate in (folder / FILENAME, folder.parent / FILENAME):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def resolve(course=None, folder=None) -> Policy:
+    """Return the policy of an explicit course.toml path, else of one found beside folder, else the default."""
+    if course is not None:
+        return load(course)
+    found = find(folder) if folder is not None else None
+    return load(found) if found is not None else Policy()
+
+
+def grade_kwargs(policy: Policy) -> dict:
+    """Return the keywords that make grading follow a policy: the policy itself and its message level."""
+    return {"policy": policy, "level": policy.level}

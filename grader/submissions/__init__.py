@@ -1,0 +1,1 @@
+"""What a submission is: its sources, a submissions folder's intake, and notebooks turned into functions."""

@@ -1,0 +1,360 @@
+"""Collect the files of one submission (a folder, an archive, Canvas files) without trusting any of them.
+
+Only regular files are read: links, devices, FIFOs and sockets are noted and never opened, archive members
+with absolute or '..' paths are refused, and every read has a size cap. Archives found inside a submission
+(a zip in a student's folder, a tar.gz inside a zip) are opened too, two levels deep at most.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import re
+import stat
+import struct
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from grader.spec import catalogue
+from grader.submissions.intake import messages as msg
+from grader.submissions.intake.files import (
+    MAX_ARCHIVE_BYTES,
+    MAX_DEPTH,
+    MAX_MEMBERS,
+    MAX_NOTEBOOK_BYTES,
+    MAX_SOURCE_BYTES,
+    MAX_TOTAL_BYTES,
+    Unreadable,
+    human,
+    read_regular,
+)
+
+SKIP_DIRS = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", "node_modules", ".venv", "venv"}
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+MAX_NESTING = 2  # archives inside archives inside the submission
+CANVAS = re.compile(r"^(?P<login>[A-Za-z0-9.-]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$")
+_EXERCISE = re.compile(r"(?<![a-z0-9])ex(?:ercise)?[ _-]?0?([1-9])(?![0-9])")  # ex1, ex_1, exercise-1, ex01
+_ARCHIVE_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    tarfile.TarError,
+    EOFError,
+    OSError,
+    ValueError,
+    zlib.error,
+    lzma.LZMAError,
+    NotImplementedError,
+    RuntimeError,
+)
+
+
+def exercise_of(filename: str) -> str | None:
+    """Return the exercise a file name stands for ('Ex1.py', 'backprop_ex1.py', 'ex1 (1).py' -> 'ex1'), or None."""
+    canvas = CANVAS.match(filename)  # the login in a Canvas file name may itself look like 'ex2...'
+    lower = (canvas["file"] if canvas else filename).lower()
+    if not lower.endswith(".py") or lower.startswith("."):
+        return None
+    found = {f"ex{m.group(1)}" for m in _EXERCISE.finditer(lower[:-3])}
+    if len(found) != 1:
+        return None
+    (ex,) = found
+    return ex if ex in catalogue.EXERCISES else None
+
+
+def archive_suffix(filename: str) -> str | None:
+    """Return the archive suffix of a file name ('.tar.gz'), or None."""
+    lower = filename.lower()
+    return next((s for s in ARCHIVE_SUFFIXES if lower.endswith(s) and len(lower) > len(s)), None)
+
+
+def is_notebook(filename: str) -> bool:
+    """Return whether a file name is a Jupyter notebook."""
+    return filename.lower().endswith(".ipynb") and not filename.startswith(".")
+
+
+def relevant(filename: str) -> bool:
+    """Return whether intake reads a file of this name: exercise files, notebooks and archives."""
+    if filename.startswith("."):
+        return False
+    return bool(exercise_of(filename) or is_notebook(filename) or archive_suffix(filename))
+
+
+@dataclass
+class Found:
+    """One candidate file of a submission, read (data) or not (error)."""
+
+    name: str  # where it is inside the submission: 'hw/ex1.py', 'alice.zip/ex1.py'
+    depth: int  # folders (and archives) above it inside the submission
+    data: bytes | None = None
+    error: str | None = None
+
+
+@dataclass
+class Gathered:
+    """Everything collected from one submission: candidate files, and notes on what was not read."""
+
+    files: list[Found] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    looked_at: int = 0
+    total: int = 0
+    stopped: bool = False
+
+    def _count(self, where: str) -> bool:
+        self.looked_at += 1
+        if self.looked_at > MAX_MEMBERS:
+            if not self.stopped:
+                self.notes.append(msg.ARCHIVE_LIMIT.format(name=where, limit=f"{MAX_MEMBERS} files"))
+            self.stopped = True
+        return not self.stopped
+
+    # -- one file, whatever it came from
+
+    def add(self, name: str, depth: int, read: Callable[[int], bytes], nesting: int) -> None:
+        """Read one relevant file with the cap its kind has; open it if it is an archive."""
+        base = name.rsplit("/", 1)[-1]
+        if archive_suffix(base):
+            if nesting >= MAX_NESTING:
+                self.notes.append(msg.SKIPPED_DEEP.format(name=name, depth=MAX_NESTING))
+                return
+            try:
+                data = read(MAX_ARCHIVE_BYTES)
+            except Unreadable as exc:
+                self.notes.append(msg.ARCHIVE_UNREADABLE.format(name=name, error=exc))
+                return
+            self.archive(name, data, depth + 1, nesting + 1)
+            return
+        limit = MAX_NOTEBOOK_BYTES if is_notebook(base) else MAX_SOURCE_BYTES
+        try:
+            self.files.append(Found(name, depth, data=read(limit)))
+        except Unreadable as exc:
+            self.files.append(Found(name, depth, error=str(exc)))
+
+    # -- a folder on disk
+
+    def walk(self, root: Path, prefix: str = "", depth: int = 0) -> None:
+        """Collect the relevant regular files below root; never follow a link, never open a special file."""
+        try:
+            with os.scandir(root) as it:
+                entries = sorted(it, key=lambda d: d.name)
+        except OSError as exc:
+            self.notes.append(msg.UNREADABLE.format(label=prefix or root.name, error=exc.strerror or exc))
+            return
+        for de in entries:
+            if not self._count(prefix or root.name):
+                return
+            name = prefix + de.name
+            if de.is_symlink():
+                if relevant(de.name):
+                    self.notes.append(msg.SKIPPED_LINK.format(name=name))
+                continue
+            if de.is_dir(follow_symlinks=False):
+                if de.name in SKIP_DIRS or de.name.startswith("."):
+                    continue
+                if relevant(de.name):
+                    self.notes.append(msg.SKIPPED_DIR.format(name=name))
+                if depth < MAX_DEPTH:
+                    self.walk(Path(de.path), name + "/", depth + 1)
+                continue
+            if not relevant(de.name):
+                continue
+            if not de.is_file(follow_symlinks=False):
+                self.notes.append(msg.SKIPPED_SPECIAL.format(name=name))
+                continue
+            path = Path(de.path)
+            self.add(name, depth, lambda limit, p=path: read_regular(p, limit), 0)
+
+    # -- archives, from bytes already read
+
+    def archive(self, name: str, data: bytes, depth: int, nesting: int) -> None:
+        """Collect the relevant regular members of a zip or tar archive held in memory."""
+        try:
+            if data[:4] == b"PK\x03\x04" or name.lower().endswith(".zip"):
+                self._zip(name, data, depth, nesting)
+            else:
+                self._tar(name, data, depth, nesting)
+        except _ARCHIVE_ERRORS as exc:
+            self.notes.append(msg.ARCHIVE_UNREADABLE.format(name=name, error=exc or type(exc).__name__))
+
+    def _member(self, archive: str, raw: str) -> tuple[str, list[str]] | None:
+        """Return (shown name, path parts) of a member worth reading, or None; notes unsafe ones."""
+        parts = PurePosixPath(raw.replace("\\", "/")).parts
+        if not parts or not relevant(parts[-1]):
+            return None
+        if any(p in SKIP_DIRS or p.startswith(".") for p in parts[:-1] if p != ".."):
+            return None
+        shown = f"{archive}/{raw}"
+        if raw.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            self.notes.append(msg.SKIPPED_UNSAFE.format(name=shown))
+            return None
+        return shown, list(parts)
+
+    def _budget(self, archive: str, size: int) -> bool:
+        if self.total + size > MAX_TOTAL_BYTES:
+            if not self.stopped:
+                self.notes.append(msg.ARCHIVE_LIMIT.format(name=archive, limit=human(MAX_TOTAL_BYTES)))
+            self.stopped = True
+            return False
+        return True
+
+    def _zip(self, name: str, data: bytes, depth: int, nesting: int) -> None:
+        declared = _zip_entries(data)
+        if declared > MAX_MEMBERS:  # ZipFile() lists them all before the member limit could stop it
+            raise zipfile.BadZipFile(
+                f"it lists {declared} entries, more than {MAX_MEMBERS}; hand in the exercise files themselves"
+            )
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            for m in zf.infolist():
+                if self.stopped or not self._count(name):
+                    return
+                if m.is_dir():
+                    continue
+                member = self._member(name, m.filename)
+                if member is None:
+                    continue
+                shown, parts = member
+                mode = m.external_attr >> 16
+                if stat.S_ISLNK(mode):
+                    self.notes.append(msg.SKIPPED_LINK.format(name=shown))
+                    continue
+                if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+                    self.notes.append(msg.SKIPPED_SPECIAL.format(name=shown))
+                    continue
+                if m.flag_bits & 0x1:
+                    self.notes.append(msg.SKIPPED_ENCRYPTED.format(name=shown))
+                    continue
+                if m.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                    # zipfile inflates bzip2 and lzma members without a bound on the output (a 3 KB member
+                    # became 4 GB); only stored and deflate read in bounded steps. Every zip tool writes deflate.
+                    self.notes.append(msg.SKIPPED_COMPRESSION.format(name=shown))
+                    continue
+
+                def read(limit, m=m, shown=shown):
+                    if m.file_size > limit or not self._budget(shown, m.file_size):
+                        raise Unreadable(f"larger than {human(limit)}")
+                    try:
+                        with zf.open(m) as fh:
+                            content = fh.read(limit + 1)  # never trust the declared size
+                    except _ARCHIVE_ERRORS as exc:  # a bad CRC, an unknown method: this member only
+                        raise Unreadable(str(exc) or type(exc).__name__) from exc
+                    if len(content) > limit:
+                        raise Unreadable(f"larger than {human(limit)}")
+                    self.total += len(content)
+                    return content
+
+                self.add(shown, depth + len(parts) - 1, read, nesting)
+
+    def _tar(self, name: str, data: bytes, depth: int, nesting: int) -> None:
+        declared = 0
+        with tarfile.open(fileobj=_Capped(_decompressed(data), MAX_TOTAL_BYTES), mode="r:") as tf:
+            while True:
+                m = tf.next()  # lazily: a bomb is stopped by the budget below before it is inflated
+                if m is None or self.stopped or not self._count(name):
+                    return
+                declared += m.size if m.isreg() else 0
+                if not self._budget(name, declared):
+                    return
+                if m.isdir():
+                    continue
+                member = self._member(name, m.name)
+                if member is None:
+                    continue
+                shown, parts = member
+                if m.issym() or m.islnk():
+                    self.notes.append(msg.SKIPPED_LINK.format(name=shown))
+                    continue
+                if not m.isreg():
+                    self.notes.append(msg.SKIPPED_SPECIAL.format(name=shown))
+                    continue
+
+                def read(limit, m=m):
+                    if m.size > limit:
+                        raise Unreadable(f"larger than {human(limit)}")
+                    try:
+                        fh = tf.extractfile(m)
+                        content = fh.read(limit + 1) if fh is not None else b""
+                    except _ARCHIVE_ERRORS as exc:
+                        raise Unreadable(str(exc) or type(exc).__name__) from exc
+                    self.total += len(content)
+                    return content
+
+                self.add(shown, depth + len(parts) - 1, read, nesting)
+
+
+def _zip_entries(data: bytes) -> int:
+    """Return how many entries a zip's end-of-central-directory record declares (0 if it has none)."""
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - (1 << 16) - 22))
+    if end < 0 or end + 22 > len(data):
+        return 0
+    (entries,) = struct.unpack_from("<H", data, end + 10)
+    locator = end - 20  # zip64: the count is in the zip64 record the locator points at
+    if entries == 0xFFFF and locator >= 0 and data[locator : locator + 4] == b"PK\x06\x07":
+        (record,) = struct.unpack_from("<Q", data, locator + 8)
+        if data[record : record + 4] == b"PK\x06\x06" and record + 40 <= len(data):
+            (entries,) = struct.unpack_from("<Q", data, record + 32)
+    return entries
+
+
+def _decompressed(data: bytes):
+    """Return a tar's bytes as a file, decompressed on the fly if its magic says gzip, bzip2 or xz."""
+    raw = io.BytesIO(data)
+    if data[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=raw)
+    if data[:3] == b"BZh":
+        return bz2.BZ2File(raw)
+    if data[:6] == b"\xfd7zXZ\x00":
+        return lzma.LZMAFile(raw)
+    return raw
+
+
+class _Capped:
+    """A file whose reads stop at a limit: tarfile reads a pax or GNU long-name header whole, whatever size it
+    declares (3 GiB of zeros, from a 790 KB .tar.xz), before any member's size could be counted."""
+
+    def __init__(self, f, limit: int):
+        self.f, self.left, self.limit = f, limit, limit
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.f.read(self.left + 1 if size is None or size < 0 else min(size, self.left + 1))
+        self.left -= len(data)
+        if self.left < 0:
+            more = human(self.limit)
+            raise tarfile.ReadError(f"it unpacks to more than {more}; hand in the exercise files themselves")
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.f.tell()
+
+
+def gather_folder(folder: Path) -> Gathered:
+    """Collect a student's folder."""
+    g = Gathered()
+    g.walk(folder)
+    return g
+
+
+def gather_files(files: list[tuple[str, Path]]) -> Gathered:
+    """Collect loose files (an archive, a notebook, Canvas's renamed files), each shown under its name."""
+    g = Gathered()
+    for shown, path in files:
+        g.looked_at += 1
+        base = shown.rsplit("/", 1)[-1]
+        if archive_suffix(base) and len(files) == 1:  # the entry is the archive: its members are at depth 0
+            try:
+                data = read_regular(path, MAX_ARCHIVE_BYTES)
+            except Unreadable as exc:
+                g.notes.append(msg.ARCHIVE_UNREADABLE.format(name=shown, error=exc))
+                continue
+            g.archive(shown, data, 0, 1)
+        elif relevant(base):
+            g.add(shown, 0, lambda limit, p=path: read_regular(p, limit), 0)
+    return g

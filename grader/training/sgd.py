@@ -1,0 +1,311 @@
+"""Exercise 4 for real: train the lecture's MLP with a hand-written backward pass, no autograd anywhere."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import torch
+import torch.nn.functional as F
+
+from grader.truth import corpus as corpus_mod
+from grader.truth import fixture
+
+LECTURE_STEPS = 200_000
+LR, LR_LATE = 0.1, 0.01  # the learning rate drops at steps // 2 (step 100_000 of the lecture's 200_000)
+BATCH_SEED = 2147483647  # the lecture's generator seed, here for the minibatch draws
+SAMPLE_SEED = 2147483647 + 10  # the lecture's sampling generator
+SPLITS = ("train", "val", "test")
+MAX_NAME_LEN = 50  # a broken model may never emit '.'
+
+
+@dataclass
+class TrainingRun:
+    """The outcome of one training run: losses, samples and the trained parameters."""
+
+    steps: int  # steps actually run (fewer than asked when the loss diverged)
+    train_loss: float
+    val_loss: float
+    samples: list[str]
+    seconds: float  # wall time of the training loop alone
+    params: dict[str, torch.Tensor] = field(repr=False)
+    bn_stats: dict[str, torch.Tensor] = field(repr=False)  # bnmean, bnvar calibrated on the training set
+    losses: list[float] = field(repr=False)  # the minibatch loss of every step
+    diverged_at: int | None = None  # first step whose loss was not finite
+    plot: str | None = None
+
+    def to_dict(self) -> dict:
+        """Return the JSON-friendly summary (the per-step losses stay out)."""
+        return {
+            "steps": self.steps,
+            "train_loss": _finite(self.train_loss),
+            "val_loss": _finite(self.val_loss),
+            "samples": list(self.samples),
+            "plot": self.plot,
+            "seconds": round(self.seconds, 3),
+            "diverged_at": self.diverged_at,
+        }
+
+
+def _finite(x: float) -> float | None:
+    """Return x, or None when it is NaN or infinite (JSON has neither)."""
+    return x if math.isfinite(x) else None
+
+
+def bind(fn: Callable, available: Mapping) -> dict:
+    """Return the keyword arguments of fn, each taken by parameter name from available."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"cannot read the signature of {_name(fn)}: {exc}") from None
+    kwargs = {}
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(
+                f"{_name(fn)}(): *{p.name}/**{p.name} cannot be bound: name each input you need as a parameter"
+            )
+        if p.kind is p.POSITIONAL_ONLY:
+            raise TypeError(f"{_name(fn)}(): parameter {p.name!r} is positional-only; make it a named parameter")
+        if p.name in available:
+            kwargs[p.name] = available[p.name]
+        elif p.default is p.empty:
+            raise TypeError(f"{_name(fn)}(): unknown parameter {p.name!r}; available: {', '.join(available)}")
+    return kwargs
+
+
+def _name(fn) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def check_grads(grads, params: Mapping[str, torch.Tensor], step: int) -> None:
+    """Raise ValueError unless grads holds a float32 tensor of each parameter's shape under 'd<param>'."""
+    where = f"at step {step}"
+    if not isinstance(grads, Mapping):
+        raise ValueError(
+            f"backward must return a dict of {', '.join(fixture.EX4_GRADS)}; it returned {type(grads).__name__} {where}"
+        )
+    missing = [k for k in fixture.EX4_GRADS if k not in grads]
+    if missing:
+        has = ", ".join(map(str, grads)) or "nothing"
+        raise ValueError(f"backward's dict lacks {', '.join(missing)} {where} (it has: {has})")
+    for key in fixture.EX4_GRADS:
+        g, p = grads[key], params[key[1:]]
+        if not isinstance(g, torch.Tensor):
+            raise ValueError(f"backward returned {key} as {type(g).__name__}, not a tensor, {where}")
+        if g.dtype != p.dtype:
+            raise ValueError(
+                f"backward returned {key} with dtype {_dtype(g.dtype)} {where}; expected {_dtype(p.dtype)}"
+            )
+        if g.shape != p.shape:
+            raise ValueError(
+                f"backward returned {key} with shape {tuple(g.shape)} {where}; "
+                f"expected {tuple(p.shape)}, the shape of {key[1:]}"
+            )
+
+
+def _dtype(dt: torch.dtype) -> str:
+    return str(dt).removeprefix("torch.")
+
+
+def as_corpus(corpus) -> corpus_mod.Corpus:
+    """Return corpus itself, or the corpus at that path (None: the default census names)."""
+    return corpus if isinstance(corpus, corpus_mod.Corpus) else corpus_mod.load(corpus)
+
+
+@lru_cache(maxsize=8)
+def dataset(corpus: corpus_mod.Corpus, split: str, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return every (context, target) example of one split, as the lecture's build_dataset does."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {split!r}")
+    words = corpus.split()[SPLITS.index(split)]
+    return fixture.Examples(words, block_size).all()  # (N, block_size), (N,)
+
+
+def _block_size(params: Mapping[str, torch.Tensor]) -> int:
+    return params["W1"].shape[0] // params["C"].shape[1]
+
+
+def _hpreact(params, bn_stats, X: torch.Tensor) -> torch.Tensor:
+    """Return the BatchNorm output of contexts X using the calibrated statistics."""
+    emb = params["C"][X]  # (N, 3, 10)
+    hprebn = emb.view(emb.shape[0], -1) @ params["W1"] + params["b1"]  # (N, 200)
+    bnraw = (hprebn - bn_stats["bnmean"]) * (bn_stats["bnvar"] + fixture.BN_EPS) ** -0.5  # (N, 200)
+    return params["bngain"] * bnraw + params["bnbias"]  # (N, 200)
+
+
+def _logits(params, bn_stats, X: torch.Tensor) -> torch.Tensor:
+    h = torch.tanh(_hpreact(params, bn_stats, X))  # (N, 200)
+    return h @ params["W2"] + params["b2"]  # (N, 27)
+
+
+@torch.no_grad()
+def calibrate(params: Mapping[str, torch.Tensor], corpus) -> dict[str, torch.Tensor]:
+    """Return BatchNorm's mean and variance over every training example, as the lecture does."""
+    X, _ = dataset(as_corpus(corpus), "train", _block_size(params))
+    emb = params["C"][X]  # (N, 3, 10)
+    hprebn = emb.view(emb.shape[0], -1) @ params["W1"] + params["b1"]  # (N, 200)
+    return {
+        "bnmean": hprebn.mean(0, keepdim=True),  # (1, 200)
+        "bnvar": hprebn.var(0, keepdim=True, unbiased=True),  # (1, 200)
+    }
+
+
+@torch.no_grad()
+def evaluate(params: Mapping, bn_stats: Mapping, corpus, split: str) -> float:
+    """Return the mean cross-entropy loss on a split ('train', 'val' or 'test') with calibrated BatchNorm."""
+    X, Y = dataset(as_corpus(corpus), split, _block_size(params))
+    return F.cross_entropy(_logits(params, bn_stats, X), Y).item()
+
+
+@contextmanager
+def threads_set(threads: int | None):
+    """Run the block with torch's intra-op threads set to threads (None: unchanged), then restore them."""
+    old = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+@torch.no_grad()
+def sample(params: Mapping, bn_stats: Mapping, n: int = 20, seed: int = SAMPLE_SEED) -> list[str]:
+    """Sample n names from the model the lecture's way (without the closing '.')."""
+    with threads_set(1):  # one name at a time: (1, 30) matrices
+        return _sample(params, bn_stats, n, seed)
+
+
+def _sample(params, bn_stats, n: int, seed: int) -> list[str]:
+    """Sample n names, one character at a time."""
+    g = torch.Generator().manual_seed(seed)
+    block_size = _block_size(params)
+    names = []
+    for _ in range(n):
+        out, context = [], [0] * block_size
+        while len(out) < MAX_NAME_LEN:
+            logits = _logits(params, bn_stats, torch.tensor([context]))  # (1, 27)
+            probs = F.softmax(logits, dim=1)  # (1, 27)
+            ix = torch.multinomial(probs, num_samples=1, generator=g).item()
+            if ix == 0:
+                break
+            context = context[1:] + [ix]
+            out.append(corpus_mod.ITOS[ix])
+        names.append("".join(out))
+    return names
+
+
+def train(
+    backward: Callable,
+    corpus=None,
+    *,
+    steps: int = LECTURE_STEPS,
+    geometry: fixture.Geometry = fixture.EX4_PRIMARY,
+    progress: Callable[[int, float], None] | None = None,
+    progress_every: int = 1000,
+    seed: int = BATCH_SEED,
+    threads: int | None = 1,
+) -> TrainingRun:
+    """Train the lecture's MLP with SGD driven by backward(**inputs), then calibrate, evaluate and sample.
+
+    corpus: a Corpus, a path to a names file, or None for the default census names.
+    backward: called once per step with the inputs its parameters name (forward tensors, parameters, Xb, Yb,
+    n); it must return {'dC', 'dW1', 'db1', 'dW2', 'db2', 'dbngain', 'dbnbias'}. A step whose loss is not
+    finite ends the run early. progress(step, loss) is called every progress_every steps, from step 0.
+    threads: torch's intra-op threads in the SGD loop (restored after it; 1 is fastest); None leaves them.
+    """
+    return _train(backward, as_corpus(corpus), steps, geometry, progress, progress_every, seed, threads)
+
+
+def _train(backward, corpus, steps, geometry, progress, progress_every, seed, threads) -> TrainingRun:
+    """Run the SGD loop, then calibrate BatchNorm, evaluate and sample."""
+    params, losses, diverged_at, seconds = sgd(
+        backward, corpus, steps, geometry, progress, progress_every, seed, threads
+    )
+    return finish(params, losses, diverged_at, seconds, corpus)
+
+
+def sgd(
+    backward,
+    corpus,
+    steps,
+    geometry=fixture.EX4_PRIMARY,
+    progress=None,
+    progress_every=1000,
+    seed=BATCH_SEED,
+    threads=1,
+):
+    """Run the SGD loop driven by backward; return (params, losses, diverged_at, seconds)."""
+    Xtr, Ytr = dataset(corpus, "train", geometry.block_size)  # (N, 3), (N,)
+    params = fixture.init_params(geometry)
+    gen = torch.Generator().manual_seed(seed)
+    n = geometry.n
+    switch = steps // 2
+    losses: list[float] = []
+    diverged_at = None
+    names = None
+    start = time.perf_counter()
+    with torch.no_grad(), threads_set(threads):
+        for step in range(steps):
+            # the same draw as fixture.sample_batch, on the dataset built once
+            ix = torch.randint(0, Xtr.shape[0], (n,), generator=gen)  # (32,)
+            Xb, Yb = Xtr[ix], Ytr[ix]  # (32, 3), (32,)
+            t = fixture.ex4_forward(params, Xb, Yb, sum_var=True)
+            loss = t["loss"].item()
+            losses.append(loss)
+            if progress is not None and step % progress_every == 0:
+                progress(step, loss)
+            if not math.isfinite(loss):
+                diverged_at = step
+                break
+            available = {**t, **params, "Xb": Xb, "Yb": Yb, "n": n}
+            if names is None:  # read the signature once
+                names = list(bind(backward, available))
+            grads = backward(**{k: available[k] for k in names})
+            check_grads(grads, params, step)
+            lr = LR if step < switch else LR_LATE
+            for k, p in params.items():
+                p.add_(grads["d" + k], alpha=-lr)
+    return params, losses, diverged_at, time.perf_counter() - start
+
+
+def finish(params, losses, diverged_at, seconds, corpus) -> TrainingRun:
+    """Calibrate BatchNorm over the training set, evaluate train and val loss, and sample names."""
+    bn_stats = calibrate(params, corpus)
+    return TrainingRun(
+        steps=len(losses),
+        train_loss=evaluate(params, bn_stats, corpus, "train"),
+        val_loss=evaluate(params, bn_stats, corpus, "val"),
+        samples=[] if diverged_at is not None else sample(params, bn_stats),
+        seconds=seconds,
+        params=params,
+        bn_stats=bn_stats,
+        losses=losses,
+        diverged_at=diverged_at,
+    )
+
+
+def plot_losses(run: TrainingRun, path) -> str:
+    """Write the lecture's loss curve (mean log10 loss over chunks of steps) to a PNG; return its path."""
+    from grader.show.plots import figure
+
+    log10 = torch.tensor(run.losses, dtype=torch.float64).log10()  # (steps,)
+    chunk = min(1000, max(1, len(log10) // 50))
+    usable = len(log10) // chunk * chunk
+    curve = log10[:usable].view(-1, chunk).mean(1)  # (steps // chunk,)
+    fig = figure(figsize=(8, 4.5))
+    ax = fig.subplots()
+    ax.plot([(i + 1) * chunk for i in range(len(curve))], curve.tolist())
+    ax.set_xlabel("step")
+    ax.set_ylabel(f"log10 loss (mean of {chunk} steps)")
+    ax.set_title(f"Ex4 trained with your backward: train {run.train_loss:.4f}, val {run.val_loss:.4f}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    run.plot = str(path)
+    return run.plot

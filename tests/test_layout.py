@@ -1,0 +1,112 @@
+"""The package's layout: one idea per folder, layers that import one way, a sandbox that knows nothing of grading."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+GRADER = Path(__file__).resolve().parents[1] / "grader"
+# top to bottom: a folder may import its own modules and any folder below it, never one above
+LAYERS = ("cli", "ship", "classroom", "training", "show", "grading", "submissions", "spec", "truth", "sandbox")
+ENTRY_POINTS = {"__init__", "__main__", "gradescope"}  # grader/*.py: thin entries, above every layer
+
+
+def imports_of(path: Path) -> set[str]:
+    """Return every grader module a file imports, at its top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "grader":
+                found.update(f"grader.{a.name}" for a in node.names)
+            elif node.module.startswith("grader."):
+                found.add(node.module)
+                found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("grader."))
+    return {name for name in found if _exists(name)}
+
+
+def _exists(dotted: str) -> bool:
+    rel = Path(*dotted.split(".")[1:])
+    return (GRADER / rel).with_suffix(".py").is_file() or (GRADER / rel / "__init__.py").is_file()
+
+
+def layer_of(dotted: str) -> str | None:
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(GRADER.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def upward_arrows() -> list[tuple[str, str]]:
+    arrows = []
+    for path in sorted(GRADER.rglob("*.py")):
+        source = layer_of(module_name(path))
+        if source is None:
+            continue
+        for target in sorted(imports_of(path)):
+            dest = layer_of(target)
+            if dest is not None and LAYERS.index(dest) < LAYERS.index(source):
+                arrows.append((module_name(path), target))
+    return arrows
+
+
+def test_every_module_lives_in_a_layer_folder():
+    loose = [p.stem for p in GRADER.glob("*.py") if p.stem not in ENTRY_POINTS]
+    assert loose == [], f"modules outside the layer folders: {loose}"
+    folders = sorted(p.name for p in GRADER.iterdir() if (p / "__init__.py").is_file())
+    assert folders == sorted(LAYERS)
+
+
+def test_layers_import_downward_only():
+    assert upward_arrows() == []
+
+
+def test_the_sandbox_imports_nothing_outside_itself():
+    outside = [
+        (module_name(p), t)
+        for p in sorted((GRADER / "sandbox").rglob("*.py"))
+        for t in sorted(imports_of(p))
+        if layer_of(t) != "sandbox"
+    ]
+    assert outside == []
+
+
+def test_no_circle_of_top_level_imports():
+    graph: dict[str, set[str]] = {}
+    for path in sorted(GRADER.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        top = ast.Module(body=[n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))], type_ignores=[])
+        names = set()
+        for node in top.body:
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grader"):
+                base = node.module if node.module != "grader" else ""
+                names.update(
+                    f"{base}.{a.name}" if base and _exists(f"{base}.{a.name}") else base or f"grader.{a.name}"
+                    for a in node.names
+                )
+        graph[module_name(path)] = {n for n in names if n and _exists(n) and n != module_name(path)}
+    seen, stack, circles = set(), [], []
+
+    def visit(node):
+        if node in stack:
+            circles.append(stack[stack.index(node) :] + [node])
+            return
+        if node in seen:
+            return
+        seen.add(node)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if not nxt.startswith(node + "."):  # a package importing its own submodules is no circle
+                visit(nxt)
+        stack.pop()
+
+    for node in sorted(graph):
+        visit(node)
+    assert circles == []
