@@ -180,8 +180,6 @@ def main() -> None:
         print(f"   heap collapsed into huge pages: {collapsed >> 20} MiB, as grade batch does from 100 students")
     walls, cpus = {p: [] for p in PHASES}, {p: [] for p in PHASES}
     with jail.held():
-        for slot in range(args.jobs):
-            jail.jail().room(jail.sandbox_uid(slot))
         for r in range(args.rounds):
             order = list(PHASES) if r % 2 == 0 else list(reversed(PHASES))
             for phase in order:

@@ -304,3 +304,14 @@ def test_no_hidden_geometry_has_a_tensor_as_large_as_its_lecture_twin():
     drawn = [fixture.hidden_geometry(secret, bytes([k, j])) for k in range(40) for j in range(50)]
     assert not [g for g in drawn if fixture._same_counts(g)]
     assert len({(g.n, g.block_size, g.n_embd) for g in drawn}) > 300  # still drawn from the whole range
+
+
+def test_a_students_own_folder_never_sets_policy(tmp_path):
+    """`grade ex1 --submission DIR` reads a course.toml beside DIR, never one the student put inside it."""
+    student = tmp_path / "ada"
+    student.mkdir()
+    (student / "course.toml").write_text('level = "full"\nsecret = "chosen by the student to pass"\n')
+    assert policy.find(student, inside=False) is None
+    assert policy.resolve(None, student, inside=False) == Policy()
+    (tmp_path / "course.toml").write_text('level = "hint"\n')
+    assert policy.resolve(None, student, inside=False).level == "hint"

@@ -95,13 +95,20 @@ def grade_batch(
     similarity: bool = True,
     canvas_assignment: str | None = None,
     policy: Policy | None = None,
+    unsafe: bool = False,
 ) -> dict:
-    """Grade every submission in a folder into OUT and return the class summary."""
+    """Grade every submission in a folder into OUT and return the class summary.
+
+    unsafe: grade even where the sandbox's minimum walls cannot be put up (jail.WallsMissing otherwise).
+    """
     if not hasattr(os, "fork") or sys.platform != "linux":
         raise BatchNeedsLinux(
             "grade batch needs Linux: it forks a grading process per student and sandboxes each in "
             "its own namespaces. Grade single submissions here with `grade all --submission DIR`."
         )
+    walls = protections()
+    if walls.missing_minimum() and not unsafe:
+        raise jail.WallsMissing(walls.missing_minimum())
     limits = limits or Limits()
     policy = policy or Policy()
     entries, skipped = discover(submissions)
@@ -144,8 +151,6 @@ def grade_batch(
     work = [(e, limits, data, policy) for e in todo]
     deadline = per_submission(limits.timeout)  # a bound no honest submission comes near
     with jail.held():  # made here, so the grading processes share it and it is removed when the run ends
-        for slot in range(max(1, jobs)):  # each slot's room, made before the grading processes race to make it
-            jail.jail().room(jail.sandbox_uid(slot))
         try:
             graded = pool.run(work, _grade_one, jobs=jobs, deadline=deadline, after_first=collapse)
             for (entry, *_), result, why in graded:
@@ -168,9 +173,10 @@ def grade_batch(
     manifest = {k: manifest[k] for k in sorted(manifest) if k in digests}
     _write_json(manifest_path, manifest)
     students = {e.student: json.loads((out / "students" / f"{e.student}.json").read_text()) for e in entries}
-    walls = protections()
-    if walls.missing() and progress:
-        report.note("sandbox: missing here: " + "; ".join(walls.missing()))
+    if walls.missing_minimum() and progress:
+        report.note("sandbox: graded with --unsafe, without: " + "; ".join(walls.missing_minimum()))
+    elif walls.missing() and progress:
+        report.note("sandbox: extra walls off here: " + "; ".join(walls.missing()))
     return write_outputs(
         out,
         entries,
@@ -178,7 +184,7 @@ def grade_batch(
         students,
         similarity=_similarity(compared),
         canvas_assignment=canvas_assignment,
-        sandbox=walls.to_dict(),
+        sandbox={**walls.to_dict(), "unsafe": bool(walls.missing_minimum())},
     )
 
 

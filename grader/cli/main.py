@@ -81,12 +81,15 @@ def _course_option(f):
     )(f)
 
 
-def _policy(course, folder):
-    """Return the course policy of --course, or of a course.toml found beside folder, or the default."""
+def _policy(course, folder, inside: bool = True):
+    """Return the course policy of --course, or of a course.toml found beside folder, or the default.
+
+    inside: also look inside folder (a class's submissions folder; never one student's own folder).
+    """
     from grader.spec.policy import PolicyError, resolve
 
     try:
-        return resolve(course, folder)
+        return resolve(course, folder, inside)
     except PolicyError as exc:
         raise click.BadParameter(str(exc), param_hint="--course") from exc
 
@@ -137,7 +140,7 @@ def _make_grade_command(which: str):
                 raise click.BadParameter(str(exc), param_hint="--submission") from exc
         from grader.spec.policy import grade_kwargs
 
-        policy = _policy(course, submission)
+        policy = _policy(course, submission or DEFAULT_SUBMISSION, inside=False)  # never the student's own
         limits = Limits(timeout=timeout)
         kwargs = grade_kwargs(policy)
         kwargs["level"] = _level(level, policy)
@@ -216,9 +219,16 @@ def _say_missing_walls(quiet: bool):
     """Say in one line which sandbox protections this platform lacks (the student's own code still runs)."""
     from grader.sandbox import protections
 
-    missing = protections().missing()
-    if missing and not quiet:
-        report.note(f"sandbox ({protections().backend}): off on this platform: {'; '.join(missing)}")
+    walls = protections()
+    if quiet:
+        return
+    if walls.missing_minimum():
+        report.note(
+            f"sandbox ({walls.backend}): your own code runs without these walls here: "
+            f"{'; '.join(walls.missing_minimum())} (fine for your own files; grade a class on Linux)"
+        )
+    elif walls.missing_extras():
+        report.note(f"sandbox: {len(walls.missing_extras())} extra walls are off here; the allow-list holds (--json)")
 
 
 def _plot(which: str, result, path: Path, data):
@@ -278,11 +288,17 @@ ROOT = Path(__file__).resolve().parents[2]  # the source checkout: reference/ an
 )
 @_data_option
 @_course_option
-def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canvas_assignment, data, course):
+@click.option(
+    "--unsafe",
+    is_flag=True,
+    help="Grade even where the sandbox's minimum walls (the system-call allow-list, dropped capabilities, rlimits) "
+    "cannot be put up. Without it such a run is refused.",
+)
+def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canvas_assignment, data, course, unsafe):
     """Grade every submission in SUBMISSIONS: folders, archives, notebooks, Canvas or Gradescope downloads."""
     from grader.classroom.batch import BatchNeedsLinux, grade_batch
     from grader.classroom.reports import EmptyClassError, detail_line
-    from grader.sandbox import Limits
+    from grader.sandbox import Limits, jail
 
     policy = _policy(course, submissions)
     limits = Limits(timeout=timeout, memory_mb=memory)
@@ -297,8 +313,9 @@ def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canva
             policy=policy,
             similarity=similarity,
             canvas_assignment=canvas_assignment,
+            unsafe=unsafe,
         )
-    except (EmptyClassError, BatchNeedsLinux) as exc:
+    except (EmptyClassError, BatchNeedsLinux, jail.WallsMissing) as exc:
         raise click.ClickException(str(exc)) from exc
     report.note(report.batch_line(summary, out))
     report.note(detail_line(summary))
@@ -345,13 +362,18 @@ def release_cmd(outdir, course):
     default=None,
     help="The course policy (secret included) to grade with. Default: ./course.toml if there is one.",
 )
-def gradescope_cmd(out_zip, visibility, course):
+@click.option(
+    "--unsafe",
+    is_flag=True,
+    help="Let the autograder grade even where the sandbox's minimum walls cannot be put up (refused otherwise).",
+)
+def gradescope_cmd(out_zip, visibility, course, unsafe):
     """Build the Gradescope autograder zip OUT_ZIP."""
     from grader.ship import gradescope
 
     policy = _instructor_policy(course)
     try:
-        path = gradescope.build_autograder_zip(out_zip, ROOT, visibility=visibility, policy=policy)
+        path = gradescope.build_autograder_zip(out_zip, ROOT, visibility=visibility, policy=policy, unsafe=unsafe)
     except (FileNotFoundError, RuntimeError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     report.note(f"Autograder zip written to {path}")

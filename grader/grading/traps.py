@@ -7,13 +7,15 @@ same inputs (see fixture.Variant); the rest test the pattern of the error.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
 from grader.grading import compare as cmp
-from grader.spec.policy import LEVELS  # noqa: E402
+from grader.sandbox import forget
+from grader.spec.policy import LEVELS
 from grader.truth.corpus import ITOS
 from grader.truth.fixture import EX1_ORDER, Fixture, Variant
 
@@ -490,6 +492,15 @@ def _cut(*edges) -> Variant:
 
 
 # (trap, items, variant, what the student's gradient still has, what it misses)
+
+
+@forget.on_fork_forget
+def _forget_texts() -> None:
+    """A sandbox child renders no message: it loses every trap text, so none (hint or full) can be copied out."""
+    for key, trap in list(TRAPS.items()):
+        TRAPS[key] = dataclasses.replace(trap, diagnose="", hint="", explain="", concept="")
+
+
 _BN_ITEMS = {"ex3.dhprebn", "ex4.dW1", "ex4.db1", "ex4.dC"}
 VARIANT_TRAPS = (
     (

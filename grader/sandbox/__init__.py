@@ -2,9 +2,11 @@
 
 - worker.py: the parent's side (start a child, send a request, read a bounded reply, kill on deadline);
 - child.py: the child's side (scrub answers, import allow-list, autograd tripwires, the request loop);
-- jail.py: the walls (namespaces, empty root, own uid, rlimits, no environment) and which ones a machine gives;
+- jail.py: the walls (allow-list, capabilities, rlimits; namespaces, empty root, own uid where the kernel gives them);
+- syscalls.py: the system-call allow-list, built with libseccomp;
+- forget.py: what a forked child forgets and which extra requests it serves, registered from above;
+- wire.py, arena.py, pages.py: the bounded parent-child format, memory every child drops, huge pages;
 - spawned.py: the fallback child for platforms without fork and namespaces;
-- internals.py: the parent's static flag for reaching into interpreter or torch internals.
 """
 
 from grader.sandbox.jail import Protections

@@ -59,6 +59,7 @@ ALLOWED_IMPORTS = (
     "abc",
     "__future__",
 )
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # a child cannot start threads: OpenBLAS would spin waiting
 for _name in ALLOWED_IMPORTS:
     try:
         __import__(_name)
@@ -160,6 +161,10 @@ def _kernel_hook(full: str):
     return hook
 
 
+def _one_thread(n=1):
+    """torch.set_num_threads in a child: a child runs on one thread (it may start none), so the request is moot."""
+
+
 def _no_grad_instead(mode=True):
     """torch.inference_mode in a child: inference mode skips the autograd dispatch key, where the hooks sit.
 
@@ -186,10 +191,15 @@ def warm_up():
     x.index_add_(0, torch.tensor([0, 0]), torch.ones(2, 3))
     torch.nn.functional.one_hot(torch.tensor([1, 2]), 3).float() @ x.T
     torch.nn.functional.cross_entropy(x, torch.tensor([0, 1, 2, 0]))
+    for shown in (x, torch.randn(300, 300), x.double(), x[0], x.sum(), torch.tensor([1, 2])):  # printing imports too
+        repr(shown), str(shown), f"{shown}", format(shown.sum().item(), ".4f"), shown.tolist()
+    state = torch.get_rng_state()  # torch.manual_seed imports on first use; the grader's own draws stay as they were
+    torch.manual_seed(0)
+    torch.set_rng_state(state)
     if "numpy" in sys.modules:  # an ndarray's .sum(0), .mean() ... import numpy._core._methods on first use
+        sys.modules["numpy"].random.default_rng(0).random(2)  # numpy.random is imported on first use too
         a = sys.modules["numpy"].ones((2, 2))
         a.sum(0), a.mean(0), a.std(0), a.var(0), a.max(0), a.min(0), a.prod(0), a.any(), a.all(), a.cumsum(0)
-    jail.seccomp_program()  # built once here; each child only installs it
 
 
 def arm():
@@ -198,6 +208,7 @@ def arm():
     torch.sparse.check_sparse_tensor_invariants.enable()  # a sparse tensor built wrong raises at the student's line
     install_autograd_tripwires()
     _close_reflection()
+    torch.set_num_threads = _one_thread  # a child has one thread: more would make OpenMP exit the process
     _SEQUENCE[0] = _sequence_nr()  # what the grader built before this child existed does not count
     _IN_STUDENT[0] = True
 
@@ -250,11 +261,12 @@ def install_autograd_tripwires():
         if hasattr(torch.func, name):
             setattr(torch.func, name, _tripwire(f"torch.func.{name}()"))
     fwd = torch.autograd.forward_ad
-    for name in ("make_dual", "unpack_dual", "dual_level", "enter_dual_level", "exit_dual_level"):
+    # unpack_dual stays: printing any tensor calls it, and with no dual level (tripwired) there is nothing to unpack
+    for name in ("make_dual", "dual_level", "enter_dual_level", "exit_dual_level"):
         if hasattr(fwd, name):
             setattr(fwd, name, _tripwire(f"torch.autograd.forward_ad.{name}"))
     torch.inference_mode = torch.autograd.inference_mode = torch.autograd.grad_mode.inference_mode = _no_grad_instead
-    for name in ("_make_dual", "_unpack_dual"):
+    for name in ("_make_dual",):
         if hasattr(torch, name):
             setattr(torch, name, _tripwire(f"torch.{name}"))
     # the private routes: the grad-mode setter, the engine, forward-mode levels
@@ -480,7 +492,7 @@ def _output_size() -> int:
         except BaseException:  # noqa: B036 - a stream the student replaced
             pass
     try:
-        return os.fstat(1).st_size
+        return os.lseek(1, 0, os.SEEK_END)  # the child is the file's only writer: its end is where prints go
     except OSError:
         return -1
 
@@ -573,16 +585,7 @@ def child_main(req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bo
     os.setsid()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(out_fd, 1)
-    os.dup2(out_fd, 2)
-    for fd in os.listdir("/proc/self/fd"):
-        if int(fd) not in {0, 1, 2, req_r, rep_w}:
-            try:
-                os.close(int(fd))
-            except OSError:
-                pass
+    req_r, rep_w = settle_descriptors(req_r, rep_w, out_fd)
     sys.stdout = open(1, "w", buffering=1, closefd=False)  # the parent's may wrap another fd (pytest's capture)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     scrub_secrets()
@@ -591,3 +594,36 @@ def child_main(req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bo
     protections = jail.enter(jail_path or jail.jail().path, uid, limits, pid_ns)
     arm()
     ChildServer(req_r, rep_w, protections).serve()
+
+
+REQUEST_FD, REPLY_FD = 3, 4  # below syscalls.MAX_FD, whatever numbers the parent's pipes had
+
+
+def settle_descriptors(req_r: int, rep_w: int, out_fd: int) -> tuple[int, int]:
+    """Keep only what a child needs, at fixed numbers: 0 an empty pipe of its own (no host file to lock), 1 and 2
+    the output file, 3 the requests, 4 the replies; close everything else. Return (3, 4)."""
+    high = [os.dup(fd) for fd in (req_r, rep_w, out_fd)]  # out of the way of 0-4 first
+    high = [fcntl_dup(fd) for fd in high]
+    empty_r, empty_w = os.pipe()
+    os.close(empty_w)  # reading fd 0 gives end of file at once
+    os.dup2(empty_r, 0)
+    os.dup2(high[2], 1)
+    os.dup2(high[2], 2)
+    os.dup2(high[0], REQUEST_FD)
+    os.dup2(high[1], REPLY_FD)
+    for fd in os.listdir("/proc/self/fd"):
+        if int(fd) > REPLY_FD:
+            try:
+                os.close(int(fd))
+            except OSError:
+                pass
+    return REQUEST_FD, REPLY_FD
+
+
+def fcntl_dup(fd: int) -> int:
+    """Return a duplicate of fd numbered 10 or above (so that the dup2 calls that follow cannot overwrite it)."""
+    import fcntl
+
+    new = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+    os.close(fd)
+    return new

@@ -1,14 +1,14 @@
-"""The walls around one sandbox child: namespaces, an empty root, its own uid, rlimits and no environment.
+"""The walls around one sandbox child.
 
-Each wall stops something different (see README, "The sandbox"):
-- its own PID namespace: the child sees and can signal no process but itself (kill(-1, ...) hits nothing);
-- its own IPC namespace with every SysV limit at 0: no shared memory that outlives it or escapes its rlimits;
-- its own network namespace: no network, not even loopback;
-- chroot into an empty, root-owned directory: no files to read or write;
-- a uid of its own per concurrent slot: a second wall between neighbours; NPROC 0: no new processes;
-- rlimits on address space, CPU seconds, file size (its output) and core dumps; no environment variables;
-- the parent-death signal, set after the uid switch: it dies with the grader.
-Where the kernel or the platform refuses one of them, `Protections` says which, and the others still apply.
+Two kinds, so that no guarantee depends on what a machine allows:
+- the minimum, in every setting (root, a normal user, a container without CAP_SYS_ADMIN, PID 1): the system-call
+  allow-list of syscalls.py (no file, socket, IPC, lock, process, namespace or prctl), every capability dropped,
+  rlimits on address space, CPU seconds, output size, processes and descriptors, no environment, no_new_privs,
+  and the parent-death signal, set after any uid switch;
+- extras where the kernel gives them: its own PID, IPC and network namespaces, chroot into an empty room of its
+  own, and its own uid per concurrent slot.
+`Protections` says which a child got. A run that needs the minimum and lacks part of it is refused (see
+`Protections.missing_minimum`), unless the instructor says --unsafe.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from grader.sandbox import syscalls
+
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NAME, PR_SET_NO_NEW_PRIVS = 1, 4, 15, 38
-PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SANDBOX_UID_BASE = 2_100_000_000  # uid of slot k is SANDBOX_UID_BASE + k: far above any real account
 IPC_LIMITS = ("shmmax", "shmall", "shmmni", "msgmni")
 JAIL_PREFIX = "grader-jail-"
@@ -49,25 +50,54 @@ class Protections:
     own_uid: bool = False
     rlimits: bool = False
     seccomp: bool = False
+    caps: bool = False
     backend: str = "fork"
 
+    MINIMUM = ("seccomp", "caps", "rlimits")  # the walls every guarantee rests on, in every setting
+    WORDS = {
+        "seccomp": "system-call allow-list (libseccomp): files, sockets, IPC, locks, processes",
+        "caps": "every capability dropped",
+        "rlimits": "memory, CPU and output limits",
+        "pid_ns": "own PID namespace",
+        "ipc_ns": "own IPC namespace",
+        "ipc_limits": "SysV IPC limits at 0",
+        "net_ns": "own network namespace",
+        "chroot": "empty root directory",
+        "own_uid": "own uid per sandbox",
+    }
+
     def missing(self) -> list[str]:
-        """Return the walls this machine does not give, in words."""
-        names = {
-            "pid_ns": "own PID namespace (a submission could signal other processes of the same user)",
-            "ipc_ns": "own IPC namespace (SysV shared memory outliving the sandbox)",
-            "ipc_limits": "SysV shared memory limits (memory outside the address-space limit)",
-            "net_ns": "own network namespace (network access)",
-            "chroot": "empty file system (files the grading user can read)",
-            "own_uid": "own uid per sandbox",
-            "rlimits": "memory, CPU and output limits",
-            "seccomp": "system-call filter (kernel keyrings, memfd, ptrace)",
-        }
-        return [text for key, text in names.items() if not getattr(self, key)]
+        """Return every wall this machine does not give (minimum and extras), in words."""
+        return [text for key, text in self.WORDS.items() if not getattr(self, key)]
+
+    def missing_minimum(self) -> list[str]:
+        """Return the minimum walls this machine does not give, in words: grading a class needs none missing."""
+        return [self.WORDS[key] for key in self.MINIMUM if not getattr(self, key)]
+
+    def missing_extras(self) -> list[str]:
+        """Return the extra walls (namespaces, chroot, own uid) this machine does not give, in words."""
+        return [text for key, text in self.WORDS.items() if key not in self.MINIMUM and not getattr(self, key)]
 
     def to_dict(self) -> dict:
         """Return the protections for summary.json."""
-        return {"backend": self.backend, "missing": self.missing()}
+        return {
+            "backend": self.backend,
+            "missing": self.missing(),
+            "missing_minimum": self.missing_minimum(),
+        }
+
+
+class WallsMissing(RuntimeError):
+    """A run that must not start student code without the minimum walls: the message names the missing ones."""
+
+    def __init__(self, missing: list[str]):
+        self.missing = missing
+        super().__init__(
+            "refusing to run student code: this machine cannot put up the sandbox's minimum walls ("
+            + "; ".join(missing)
+            + "). Install libseccomp (Debian/Ubuntu: apt-get install libseccomp2) and grade on Linux, or pass "
+            "--unsafe to grade without them."
+        )
 
 
 def sandbox_uid(slot: int) -> int:
@@ -76,35 +106,34 @@ def sandbox_uid(slot: int) -> int:
 
 
 class Jail:
-    """An empty, root-owned directory with an empty room per sandbox uid, removed when its creator exits.
+    """A private directory holding an empty room per sandbox child, removed when its creator exits.
 
-    Each concurrent slot's children chroot into their own room: two sandboxes that shared a root directory could
-    signal each other through flock() on "/".
+    Each child chroots into a room of its own (an extra wall: the allow-list already refuses every path).
     """
 
     def __init__(self):
         sweep_stale()
-        self.path = tempfile.mkdtemp(prefix=f"{JAIL_PREFIX}{os.getpid()}-{_pid_namespace()}-")
-        os.chmod(self.path, 0o555)
+        self.path = tempfile.mkdtemp(prefix=f"{JAIL_PREFIX}{os.getpid()}-{_pid_namespace()}-")  # 0o700
         self.owner = os.getpid()
         atexit.register(self.close)
 
     def room(self, uid: int) -> str:
-        """Return the empty room of one sandbox uid, made on first use (the jail itself if that fails)."""
-        path = os.path.join(self.path, str(uid))
-        if os.path.isdir(path):
-            return path
+        """Return a new empty room for one sandbox child (the jail itself if none can be made); see release_room."""
         try:
-            os.chmod(self.path, 0o755)  # root needs no write bit; an ordinary user does
-            try:
-                os.mkdir(path, 0o555)
-            finally:
-                os.chmod(self.path, 0o555)
-        except FileExistsError:
-            pass
+            path = tempfile.mkdtemp(prefix=f"{uid}-", dir=self.path)
+            os.chmod(path, 0o555)
         except OSError:
             return self.path
         return path
+
+    def release_room(self, path: str) -> None:
+        """Remove a child's room once the child is gone (never the jail itself, never anything but an empty folder)."""
+        if os.path.dirname(path) != self.path:
+            return
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
 
     def close(self):
         if os.getpid() == self.owner:
@@ -210,9 +239,11 @@ class PidNamespaceForker:
             return os.fork(), False
         try:
             pid = os.fork()
-        finally:
-            if os.getpid() != 1:  # the parent, and any child that is not in the new namespace
-                _LIBC.setns(self.own, CLONE_NEWPID)
+        except OSError:
+            _LIBC.setns(self.own, CLONE_NEWPID)
+            raise
+        if pid:  # the parent (fork's answer, never getpid(): a grader may itself be PID 1 of a container)
+            _LIBC.setns(self.own, CLONE_NEWPID)
         return pid, True
 
 
@@ -315,110 +346,51 @@ def enter(jail_path: str, uid: int, limits, pid_ns: bool) -> Protections:
         resource.setrlimit(resource.RLIMIT_NOFILE, (MAX_FILES, MAX_FILES))
     except (ValueError, OSError):
         rlimits = False
-    filtered = False
+    caps = filtered = False
     if _LIBC is not None:  # after the uid switch, which clears the parent-death signal
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() == 1 and not pid_ns:  # the grader died before the signal was set: follow it now
+            os._exit(70)
         _LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         _LIBC.prctl(PR_SET_DUMPABLE, 0)
+        caps = drop_capabilities()
         _LIBC.clearenv()
-        filtered = install_seccomp()
+        filtered = syscalls.install(os.getpid())  # last: from here on only the allow-list's calls work
     os.environ.clear()  # clearenv() emptied the C environment; this is Python's copy
-    return Protections(pid_ns, ipc, ipc_limits, net, user_ns, chroot, own_uid, rlimits, filtered, "fork")
+    return Protections(pid_ns, ipc, ipc_limits, net, user_ns, chroot, own_uid, rlimits, filtered, caps, "fork")
 
 
-# System calls a sandbox never needs and that reach past its other walls: kernel keyrings (per uid, in no
-# namespace: answers would outlive the sandbox), memfd (memory no rlimit counts), another process's memory,
-# io_uring (which bypasses this filter), and namespace or mount changes.
-BLOCKED_SYSCALLS = {
-    "x86_64": (
-        248,
-        249,
-        250,
-        319,
-        447,
-        101,
-        310,
-        311,
-        312,
-        438,
-        298,
-        321,
-        323,
-        425,
-        426,
-        427,
-        165,
-        166,
-        155,
-        272,
-        308,
-        304,
-    ),
-    "aarch64": (
-        217,
-        218,
-        219,
-        279,
-        447,
-        117,
-        270,
-        271,
-        272,
-        438,
-        241,
-        280,
-        282,
-        425,
-        426,
-        427,
-        40,
-        39,
-        41,
-        97,
-        268,
-        265,
-    ),
-}
-AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 MAX_FILES = 64
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_CAP_VERSION_3 = 0x20080522
 
 
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
 
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
-_FILTER: list = []  # the compiled program and its instructions, built once in the parent, shared by every child
+def drop_capabilities() -> bool:
+    """Drop every capability for good (bounding set, ambient, effective, permitted, inheritable); True if none is left.
 
-
-def seccomp_program():
-    """Return the BPF program that fails BLOCKED_SYSCALLS with EPERM (and every foreign-ABI call), or None."""
-    machine = os.uname().machine
-    if machine not in BLOCKED_SYSCALLS or _LIBC is None:
-        return None
-    if not _FILTER:
-        ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-        allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
-        blocked = BLOCKED_SYSCALLS[machine]
-        # load arch; foreign ABI: deny; load nr; x32 numbers: deny; each blocked nr: deny; else allow.
-        # A jump's offset counts from the next instruction; "deny" is the last instruction.
-        prog = [(ld, 0, 0, 4), (jeq, 1, 0, AUDIT_ARCH[machine]), (ret, 0, 0, deny), (ld, 0, 0, 0)]
-        prog.append((jge, len(blocked) + 1, 0, 0x40000000))
-        for k, nr in enumerate(blocked):
-            prog.append((jeq, len(blocked) - k, 0, nr))
-        prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
-        filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
-        _FILTER.extend([_SockFprog(len(prog), filters), filters])
-    return _FILTER[0]
-
-
-def install_seccomp() -> bool:
-    """Install the seccomp filter of seccomp_program(); True if it took."""
-    fprog = seccomp_program()
-    return fprog is not None and _LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+    A normal user's child lives in a user namespace where it holds every capability: without this it could
+    chroot into a folder and climb out, or mount. As root the uid switch already clears them; this makes sure.
+    """
+    if _LIBC is None:
+        return False
+    for cap in range(64):  # past the kernel's last capability the call fails: harmless
+        _LIBC.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    _LIBC.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header, data = _CapHeader(_CAP_VERSION_3, 0), (_CapData * 2)()
+    if _LIBC.capset(ctypes.byref(header), data) != 0:
+        return False
+    check = (_CapData * 2)()
+    if _LIBC.capget(ctypes.byref(header), check) != 0:
+        return False
+    return all(c.effective == c.permitted == c.inheritable == 0 for c in check)
 
 
 def set_limits(limits) -> bool:

@@ -71,7 +71,7 @@ def backend() -> str:
 
 
 _PROBED: dict[str, jail.Protections] = {}
-_FIELDS = ("pid_ns", "ipc_ns", "ipc_limits", "net_ns", "chroot", "own_uid", "rlimits", "seccomp")  # 8 exit-code bits
+_FIELDS = ("pid_ns", "ipc_ns", "ipc_limits", "net_ns", "chroot", "own_uid", "rlimits", "seccomp", "caps")
 
 
 def saw_walls(walls: dict | None):
@@ -96,19 +96,30 @@ def protections() -> jail.Protections:
 
 
 def _probe() -> jail.Protections:
+    """Fork a throwaway child behind every wall and read back, one byte per wall, which it got."""
+    r, w = os.pipe()
     with jail.held() as where:
         uid = current_uid()
+        room = where.room(uid)
         pid, pid_ns = jail.fork_child()
         if pid == 0:
-            code = 0
             try:
-                got = jail.enter(where.path, uid, Limits(), pid_ns)
-                code = sum(1 << k for k, name in enumerate(_FIELDS) if getattr(got, name))
+                os.dup2(w, 3)  # a descriptor the allow-list lets it write to
+                got = jail.enter(room, uid, Limits(), pid_ns)
+                os.write(3, bytes(int(bool(getattr(got, name))) for name in _FIELDS))
             finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-    bits = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0
-    walls = {name: bool(bits >> k & 1) for k, name in enumerate(_FIELDS)}
+                os._exit(0)
+        os.close(w)
+        bits = b""
+        while len(bits) < len(_FIELDS):
+            chunk = os.read(r, len(_FIELDS))
+            if not chunk:
+                break
+            bits += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        where.release_room(room)
+    walls = {name: k < len(bits) and bits[k] == 1 for k, name in enumerate(_FIELDS)}
     return jail.Protections(**walls, user_ns=walls["pid_ns"] and not jail.is_root(), backend="fork")
 
 
@@ -137,7 +148,13 @@ class Worker:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         uid = current_uid()
-        jail_path = jail.jail().room(uid)  # this slot's own empty root: no inode shared with a neighbour
+        self.jail = jail.jail()
+        self.room = jail_path = self.jail.room(uid)  # its own empty root: no inode shared with any other child
+        for stream in (sys.stdout, sys.stderr):  # or the child would copy what is pending into its output
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
         pid, pid_ns = jail.fork_child()
         if pid == 0:  # child: never returns
             try:
@@ -397,6 +414,12 @@ class Worker:
                 except OSError:
                     pass
         self.out.close()
+        room = getattr(self, "room", None)
+        if room is not None:
+            self.room = None
+            if self.alive is False and self.proc is None:
+                reap()
+            self.jail.release_room(room)  # empty, and the child is gone or going: rmdir refuses anything else
 
     def __enter__(self):
         return self

@@ -65,7 +65,7 @@ ROOT="${AUTOGRADER_ROOT:-/autograder}"
 SOURCE="${AUTOGRADER_SOURCE:-$ROOT/source}"
 mkdir -p "$ROOT/results"
 rm -f "$ROOT/results/results.json"
-"${PYTHON:-python3}" -m grader.ship.gradescope --root "$ROOT" --course "$SOURCE/course.toml"
+"${PYTHON:-python3}" -m grader.ship.gradescope --root "$ROOT" --course "$SOURCE/course.toml" __UNSAFE__
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
     # The grader could not even start: still hand Gradescope a valid result the student can read.
@@ -316,10 +316,18 @@ def _with_hidden(graded) -> dict:
     return result
 
 
-def run(root: Path, *, visibility: str | None = None, policy: Policy | None = None) -> dict:
+def _walls_missing() -> type:
+    """Return jail.WallsMissing, imported lazily (the sandbox imports torch's neighbours)."""
+    from grader.sandbox.jail import WallsMissing
+
+    return WallsMissing
+
+
+def run(root: Path, *, visibility: str | None = None, policy: Policy | None = None, unsafe: bool = False) -> dict:
     """Grade root/submission with the grader and write root/results/results.json, whatever happens.
 
     policy: the course policy (points, message level, secret, visibility); visibility overrides its visibility.
+    unsafe: grade even where the sandbox's minimum walls cannot be put up (otherwise no student code runs).
     """
     policy = policy or Policy()
     visibility = _check_visibility(visibility or policy.visibility)
@@ -328,8 +336,12 @@ def run(root: Path, *, visibility: str | None = None, policy: Policy | None = No
     start = time.monotonic()
     try:
         from grader.grading import runner  # lazily: it imports torch
-        from grader.sandbox import Limits
+        from grader.sandbox import Limits, jail, protections
         from grader.submissions.intake import read_submission  # the same rules as `grade batch`: files, zips, notebooks
+
+        missing = protections().missing_minimum()
+        if missing and not unsafe:
+            raise jail.WallsMissing(missing)
 
         with deadline.overall(deadline.per_submission(Limits().timeout)):  # a results.json, even then
             target = read_submission(root / "submission")
@@ -345,6 +357,22 @@ def run(root: Path, *, visibility: str | None = None, policy: Policy | None = No
         )
         results["output"] = note + "\n\n" + results["output"]
         json.dumps(results, allow_nan=False)  # fail here, not half-way through the write
+    except _walls_missing() as exc:
+        results = _error_results(
+            "The autograder could not put up its sandbox, so none of your code was run; your score is 0 for now. "
+            "The course staff can see why.",
+            visibility=visibility,
+            execution_time=time.monotonic() - start,
+        )
+        results["tests"].append(  # instructors only: which wall, and what to do
+            {
+                "name": "sandbox (instructors only)",
+                "score": 0,
+                "max_score": 0,
+                "visibility": "hidden",
+                "output": str(exc),
+            }
+        )
     except deadline.GradingTooLong as exc:
         results = _error_results(
             f"The autograder stopped: {exc} (each function call also has a limit of its own). Your score is 0 "
@@ -390,7 +418,12 @@ def _package_files(project_root: Path) -> list[tuple[str, Path]]:
 
 
 def build_autograder_zip(
-    out_zip: Path, project_root: Path, *, visibility: str | None = None, policy: Policy | None = None
+    out_zip: Path,
+    project_root: Path,
+    *,
+    visibility: str | None = None,
+    policy: Policy | None = None,
+    unsafe: bool = False,
 ) -> Path:
     """Write the Gradescope autograder zip (setup.sh, run_autograder, course.toml, grader source) to out_zip.
 
@@ -418,7 +451,9 @@ def build_autograder_zip(
         _zip_write(
             zf,
             "run_autograder",
-            RUN_AUTOGRADER.replace("__VISIBILITY__", policy.visibility).encode(),
+            RUN_AUTOGRADER.replace("__VISIBILITY__", policy.visibility)
+            .replace(" __UNSAFE__", " --unsafe" if unsafe else "")
+            .encode(),
             executable=True,
         )
         _zip_write(zf, FILENAME, policy.to_toml().encode())
@@ -444,6 +479,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--course", type=Path, default=None, help="the course policy (course.toml), if there is one")
     parser.add_argument("--visibility", choices=VISIBILITIES, default=None, help="override the policy's visibility")
+    parser.add_argument("--unsafe", action="store_true", help="grade even without the sandbox's minimum walls")
     args = parser.parse_args(argv)
     try:
         policy = load(args.course) if args.course is not None else Policy()
@@ -456,7 +492,7 @@ def main(argv: list[str] | None = None) -> dict:
         )
         _write_json(Path(args.root) / "results" / "results.json", results)
         return results
-    return run(args.root, visibility=args.visibility, policy=policy)
+    return run(args.root, visibility=args.visibility, policy=policy, unsafe=args.unsafe)
 
 
 if __name__ == "__main__":

@@ -202,20 +202,23 @@ def _points(table, source: str) -> dict:
     return points
 
 
-def find(folder) -> Path | None:
-    """Return the course.toml inside or beside a submissions folder, or None."""
+def find(folder, inside: bool = True) -> Path | None:
+    """Return the course.toml inside (when `inside`) or beside a submissions folder, or None.
+
+    One student's own folder is never searched (inside=False): a student's folder never sets policy.
+    """
     folder = Path(folder).resolve()
-    for candidate in (folder / FILENAME, folder.parent / FILENAME):
+    for candidate in ((folder / FILENAME,) if inside else ()) + (folder.parent / FILENAME,):
         if candidate.is_file():
             return candidate
     return None
 
 
-def resolve(course=None, folder=None) -> Policy:
+def resolve(course=None, folder=None, inside: bool = True) -> Policy:
     """Return the policy of an explicit course.toml path, else of one found beside folder, else the default."""
     if course is not None:
         return load(course)
-    found = find(folder) if folder is not None else None
+    found = find(folder, inside) if folder is not None else None
     return load(found) if found is not None else Policy()
 
 

@@ -1,4 +1,4 @@
-# expect: exercise=ex3 item=ex3.dhprebn status=error message=FileNotFoundError
+# expect: exercise=ex3 item=ex3.dhprebn status=error message=Operation not permitted
 import torch
 
 

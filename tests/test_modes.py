@@ -1,0 +1,126 @@
+"""The walls in every setting: the hostile corpus graded as root, as a normal user, without CAP_SYS_ADMIN, and as PID 1.
+
+Each mode runs the real `grade batch` command under a wrapper that makes the setting (issue #19's four modes). In
+each, every hostile case gets its pinned verdict, calm students keep byte-identical files, and the sandbox's minimum
+walls (the allow-list, dropped capabilities, rlimits) are up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CORPUS, EXERCISES, make_submission
+from tests.test_batch import _SECTION, HOSTILE, _student, hostile_expectation
+
+ROOT = Path(__file__).resolve().parents[1]
+CALM = ("alice", "bob", "carol")
+SECRET = 'secret = "the four modes share one hidden geometry"\n'
+
+
+def _wrap(mode: str, command: list[str]) -> list[str]:
+    if mode == "root":
+        return command
+    if mode == "normal-user":
+        return ["unshare", "--user", "--map-user=1000", "--map-group=1000", *command]
+    if mode == "no-cap-sys-admin":
+        return ["capsh", "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(command)]
+    if mode == "pid-1":
+        return ["unshare", "--pid", "--fork", "--mount-proc", *command]
+    raise ValueError(mode)
+
+
+MODES = ("root", "normal-user", "no-cap-sys-admin", "pid-1")
+TOOLS = {"normal-user": "unshare", "no-cap-sys-admin": "capsh", "pid-1": "unshare"}
+
+
+@pytest.fixture(scope="module")
+def stormy_class(tmp_path_factory):
+    subs = tmp_path_factory.mktemp("modes_subs")
+    (subs / "course.toml").write_text(SECRET)
+    _student(subs, "alice")
+    _student(subs, "bob", "ex1", (CORPUS / "ex1" / "dC_fancy_index_add.py").read_text())
+    _student(subs, "carol", base=EXERCISES)
+    for case in HOSTILE:
+        _student(subs, f"hostile_{case.stem}", hostile_expectation(case)[0], case.read_text())
+    subs.chmod(0o755)
+    return subs
+
+
+@pytest.fixture(scope="module")
+def runs(stormy_class, tmp_path_factory):
+    """Grade the class once per mode; return {mode: out folder, or why it could not run}."""
+    if sys.platform != "linux" or os.getuid() != 0:
+        pytest.skip("the four modes are made from root on Linux (as CI runs)")
+    got = {}
+    for mode in MODES:
+        if mode in TOOLS and shutil.which(TOOLS[mode]) is None:
+            got[mode] = f"{TOOLS[mode]} is not installed"
+            continue
+        out = tmp_path_factory.mktemp(f"modes_{mode}")
+        command = [sys.executable, "-m", "grader", "batch", str(stormy_class), "--out", str(out)]
+        command += ["--jobs", "2", "--timeout", "3", "--no-similarity"]
+        proc = subprocess.run(_wrap(mode, command), cwd=ROOT, capture_output=True, text=True, timeout=600)
+        if not (out / "summary.json").is_file():
+            got[mode] = f"exit {proc.returncode}: {proc.stderr[-2000:]}"
+            continue
+        got[mode] = out
+    return got
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_minimum_walls_are_up_in_every_mode(runs, mode):
+    out = runs[mode]
+    assert isinstance(out, Path), out
+    sandbox = json.loads((out / "summary.json").read_text())["sandbox"]
+    assert sandbox["missing_minimum"] == [] and sandbox["unsafe"] is False, sandbox
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_calm_students_are_byte_identical_in_every_mode(runs, mode):
+    out, root = runs[mode], runs["root"]
+    assert isinstance(out, Path) and isinstance(root, Path), (out, root)
+    for student in CALM:
+        assert (out / "students" / f"{student}.json").read_bytes() == (
+            root / "students" / f"{student}.json"
+        ).read_bytes(), student
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_hostile_case_gets_its_verdict_in_every_mode(runs, mode):
+    out = runs[mode]
+    assert isinstance(out, Path), out
+    wrong = []
+    for case in HOSTILE:
+        exercise, item_id, status, (kind, text) = hostile_expectation(case)
+        result = json.loads((out / "students" / f"hostile_{case.stem}.json").read_text())
+        item = next(i for i in result["items"] if i["id"] == item_id)
+        ok = status == "any" or item["status"] == status
+        if kind == "flag":
+            ok = ok and bool(result.get("flags", {}).get(text.strip()))
+        else:
+            ok = ok and (text.strip() in item["message"] or text.strip() in item["traps"])
+        others = [i for i in result["items"] if i["exercise"] not in (exercise, *_SECTION.findall(case.read_text()))]
+        ok = ok and all(i["status"] == "passed" for i in others)
+        if not ok:
+            wrong.append(f"{case.stem}: {item['status']} {item['message'][:160]!r}")
+    assert wrong == []
+
+
+def test_a_run_without_the_minimum_walls_is_refused_unless_unsafe(tmp_path, monkeypatch):
+    """No allow-list here (as on a machine without libseccomp): grade batch refuses, and says which wall."""
+    from grader.classroom import batch
+    from grader.sandbox import jail
+
+    monkeypatch.setattr(batch, "protections", lambda: jail.Protections(rlimits=True, caps=True))
+    make_submission(tmp_path / "subs" / "alice")
+    with pytest.raises(jail.WallsMissing, match="system-call allow-list"):
+        batch.grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, progress=False)
+    assert not (tmp_path / "out").exists()
