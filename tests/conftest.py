@@ -64,10 +64,34 @@ def _describe(pid: int) -> str:
 
 
 def _sysv() -> list[str]:
+    """Return the SysV shared memory segments, semaphore sets and message queues that exist."""
+    found = []
+    for kind in ("shm", "sem", "msg"):
+        try:
+            found += [f"{kind}: {line}" for line in Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]]
+        except OSError:
+            pass
+    return found
+
+
+def _posix_ipc() -> set[str]:
+    """Return the POSIX shared memory and message queues that exist (a sandbox could leave one behind)."""
+    found = set()
+    for folder in ("/dev/shm", "/dev/mqueue"):
+        try:
+            found |= {f"{folder}/{name}" for name in os.listdir(folder)}
+        except OSError:
+            pass
+    return found
+
+
+def _locks_of(pids: set[int]) -> list[str]:
+    """Return the file locks held by any of these processes (/proc/locks)."""
     try:
-        return Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+        lines = Path("/proc/locks").read_text().splitlines()
     except OSError:
         return []
+    return [ln for ln in lines if len(ln.split()) > 4 and ln.split()[4].isdigit() and int(ln.split()[4]) in pids]
 
 
 def _jails() -> set[Path]:
@@ -76,8 +100,8 @@ def _jails() -> set[Path]:
 
 @pytest.fixture(autouse=True)
 def leaves_nothing_behind():
-    """Check after every test: no process, no jail folder and no SysV segment of the grader's is left."""
-    shm, jails = _sysv(), _jails()
+    """Check after every test: no process, jail, SysV or POSIX IPC object, or lock of the grader's is left."""
+    shm, jails, posix = _sysv(), _jails(), _posix_ipc()
     yield
     deadline = time.monotonic() + 5
     while _forks_of_this_process() and time.monotonic() < deadline:
@@ -85,7 +109,9 @@ def leaves_nothing_behind():
     left = {p: _describe(p) for p in _forks_of_this_process()}
     assert not left, f"a grading process or sandbox outlived the test: {left}"
     assert _jails() <= jails, "a jail folder was left behind"
-    assert _sysv() == shm, "a SysV shared memory segment was left behind"
+    assert _sysv() == shm, "a SysV shared memory segment, semaphore set or message queue was left behind"
+    assert _posix_ipc() <= posix, f"a POSIX shared memory object or queue was left behind: {_posix_ipc() - posix}"
+    assert _locks_of({os.getpid()}) == [], "a file lock of the grader's was left behind"
 
 
 @pytest.fixture(scope="session")

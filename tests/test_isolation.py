@@ -241,7 +241,7 @@ def test_the_jail_of_a_killed_grader_is_swept_by_the_next():
     live.close()
 
 
-def test_every_child_is_forked_before_anything_is_judged(monkeypatch):
+def test_the_one_child_is_forked_before_anything_is_judged(monkeypatch):
     """A child forked after judging would inherit its leftovers (truth minus answer, a trap's candidates)."""
     from grader.grading import runner
     from grader.sandbox import worker
@@ -261,7 +261,7 @@ def test_every_child_is_forked_before_anything_is_judged(monkeypatch):
     monkeypatch.setattr(worker.Worker, "_start_fork", recording_start)
     result = grade(REFERENCE, limits=LIMITS)
     assert all(i.status == "passed" for i in result.items)
-    assert judged[0] > 30 and forked_at == [0, 0, 0, 0], f"children forked after {forked_at} judgements"
+    assert judged[0] > 30 and forked_at == [0], f"children forked after {forked_at} judgements"  # one per student
 
 
 SECRET_HUNT = """
@@ -506,9 +506,10 @@ def test_a_grading_process_slow_to_read_its_truth_stalls_no_other(monkeypatch):
 
 
 @pytest.mark.timeout(60)
-def test_a_file_of_a_quarter_million_flags_is_scanned_in_linear_time():
-    """One 1 MB line of `'_C',` used to be copied once per flag: minutes, in the grader's own process."""
-    text = "x = [" + "'_C'," * 210_000 + "]  # \U0001f600\n"
+def test_a_file_of_twenty_thousand_flags_is_scanned_in_linear_time():
+    """A long line of `'_C',` used to be copied once per flag: minutes, in the grader's own process. (A file past
+    spec/parse.py's bound, like the old 1 MB line, is not parsed at all: test_bounds.py.)"""
+    text = "x = [" + "'_C'," * 24_000 + "]  # \U0001f600\n"
     flags = scan("ex1", text)
     assert len(flags) == 20 and flags[0].what.startswith("a string naming internals")
     assert flags[0].code == text.strip()[:200]

@@ -15,7 +15,7 @@ from grader.classroom.reports import EmptyClassError, class_similarity, write_ou
 from grader.classroom.reports.html import html_report  # noqa: F401 (re-exported)
 from grader.classroom.reports.summary import summarize  # noqa: F401 (re-exported)
 from grader.classroom.reports.tables import GRADEBOOK_COLUMNS, gradebook  # noqa: F401 (re-exported)
-from grader.sandbox import Limits, jail, pages, protections
+from grader.sandbox import Limits, costs, jail, pages, protections
 from grader.show import table as report
 from grader.spec import catalogue
 from grader.spec.policy import Policy, grade_kwargs
@@ -177,6 +177,7 @@ def grade_batch(
         report.note("sandbox: graded with --unsafe, without: " + "; ".join(walls.missing_minimum()))
     elif walls.missing() and progress:
         report.note("sandbox: extra walls off here: " + "; ".join(walls.missing()))
+    costs.note("scheduler")
     return write_outputs(
         out,
         entries,

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from grader.sandbox import jail, set_slot
+from grader.sandbox import costs, jail, set_slot
 
 MAX_RESULT_BYTES = 64 << 20
 
@@ -161,8 +161,13 @@ def _start(task, grade_one, slot: int, tries: int, slot_uid: bool = True) -> _Ru
             view = memoryview(data)
             while view:
                 view = view[os.write(w, view) :]
-        except BaseException:  # noqa: B036 - a grader bug: reported as this student's error, never raised here
+            costs.note("grading" if slot_uid else "background")
+        except BaseException as exc:  # noqa: B036 - a grader bug: reported as this student's error, never raised here
             code = 70
+            try:  # say what went wrong, for the instructor's report (the scheduler reads it with the exit code)
+                os.write(w, json.dumps({"grader_error": f"{type(exc).__name__}: {exc}"[:500]}).encode())
+            except BaseException:  # noqa: B036, S110 - the exit code alone still says it failed
+                pass
         finally:
             os._exit(code)
     os.close(w)
@@ -176,7 +181,14 @@ def _finish(job: _Running) -> tuple[dict | None, str]:
         name = signal.Signals(os.WTERMSIG(status)).name if os.WTERMSIG(status) in signal.valid_signals() else "?"
         return None, f"its grading process was killed by {name}"
     if os.WEXITSTATUS(status) != 0:
-        return None, f"its grading process failed (exit code {os.WEXITSTATUS(status)})"
+        why = f"its grading process failed (exit code {os.WEXITSTATUS(status)})"
+        try:
+            said = json.loads(b"".join(job.chunks)[-2000:])
+        except ValueError:
+            said = None
+        if isinstance(said, dict) and isinstance(said.get("grader_error"), str):
+            why += f": {said['grader_error'][:300]}"
+        return None, why
     try:
         result = json.loads(b"".join(job.chunks))
     except ValueError:

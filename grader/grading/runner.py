@@ -16,6 +16,7 @@ from grader.sandbox import MALFORMED, Limits, Worker, jail, reap, wire
 from grader.sandbox.wire import Opaque, Returned, WireError
 from grader.sandbox.worker import Reply
 from grader.spec import catalogue
+from grader.spec import parse as bounded
 from grader.spec.policy import Policy
 from grader.submissions.sources import Source, Submission
 from grader.truth import fixture
@@ -82,10 +83,13 @@ def read_sources(submission: Path, exercises, problems: dict | None = None) -> d
 
 
 class Session:
-    """One submission's sandboxes: a fresh child per exercise, and a fresh one again after a crash or a hang.
+    """One submission's sandbox: one child for all its exercises, and a fresh one after a crash or a hang.
 
-    No state passes from one exercise to the next, and a call that kills its child costs exactly that call: the
-    next call starts a new child and loads the file again.
+    Exercises share the child, not their answers: each exercise file is executed afresh in a new namespace, and
+    the hidden geometries are drawn so that no exercise's inputs hold another's answers there (see
+    catalogue.geometries: Ex1's inputs hold Ex2's and Ex3's answers, Ex3's hold one of Ex1's, so Ex2 and Ex3 are
+    checked on a hidden geometry of their own). A call that kills the child costs exactly that call: the next call
+    starts a new child and loads the file again.
     """
 
     def __init__(self, sources: dict[str, Source], limits: Limits):
@@ -96,12 +100,13 @@ class Session:
         self.functions: dict[str, dict] = {}
         self.starts = 0
         self.timeouts = 0
-        self.started: dict[str, tuple[Worker, Reply | str | None]] = {}  # prestart(): child, its load request
+        self.sent: tuple[str, Reply | str] | None = None  # prestart(): the exercise whose load is on its way
 
     def close(self):
         if self.worker is not None:
             self.worker.close()
             self.worker = None
+        self.sent = None
 
     def _failed(self, reply) -> Outcome:
         self.timeouts += reply.failure == "timeout"
@@ -119,47 +124,44 @@ class Session:
         return None
 
     def prestart(self, exercises: list[str]):
-        """Fork every exercise's child now, before the truth exists or any reply is read here.
+        """Fork the child now, before the truth exists or any reply is read here, and send it the first file.
 
         A child forked later would inherit what this process computed while judging (differences from the truth,
-        a trap's candidates) in its freed memory. The first child is also sent its file at once, so that it loads
-        while this process builds the truth; the others wait for their turn, idle.
+        a trap's candidates) in its freed memory. The first file loads while this process builds the truth.
         """
-        todo = [ex for ex in exercises if ex in self.sources and ex not in self.started]
-        for k, ex in enumerate(todo):
-            self.starts += 1
-            worker = Worker(self.limits, warm_here=len(todo) > 1)
-            sent = None
-            if k == 0:
-                src = self.sources[ex]
-                sent = worker.send({"op": "load", "path": src.path, "text": src.text}) or "sent"
-            self.started[ex] = (worker, sent)
+        todo = [ex for ex in exercises if ex in self.sources]
+        if not todo or self.worker is not None:
+            return
+        self.starts += 1
+        self.worker = Worker(self.limits, warm_here=False)
+        src = self.sources[todo[0]]
+        self.sent = (todo[0], self.worker.send({"op": "load", "path": src.path, "text": src.text}) or "sent")
 
     def close_all(self):
-        """Stop the current child and every prestarted one."""
+        """Stop the child."""
         self.close()
-        for worker, _ in self.started.values():
-            worker.close()
-        self.started.clear()
 
     def load(self, exercise: str) -> tuple[dict | None, Outcome | None]:
-        """Start a fresh child for an exercise and execute its file; return its functions or why that failed."""
+        """Execute an exercise's file afresh in the child (a new one if none is alive); return its functions."""
         src = self.sources[exercise]
-        self.close()
-        worker, sent = self.started.pop(exercise, (None, None))
         stop = self.gave_up()
         if stop is not None:
-            if worker is not None:
-                worker.close()
+            self.close()
             return None, stop
-        if worker is None:  # a restart after a crash or a hang
+        sent, self.sent = self.sent, None
+        if self.worker is None or not self.worker.alive:  # the first, or a restart after a crash or a hang
+            self.close()
             self.starts += 1
-            worker = Worker(self.limits)
-        self.worker, self.exercise = worker, exercise
-        if sent is None:
-            reply = worker.ask({"op": "load", "path": src.path, "text": src.text})
+            self.worker = Worker(self.limits)
+            sent = None
+        self.exercise = exercise
+        if sent is not None and sent[0] == exercise:
+            reply = self.worker.receive()[0] if sent[1] == "sent" else sent[1]
         else:
-            reply = worker.receive()[0] if sent == "sent" else sent
+            if sent is not None:  # a file sent ahead for an exercise that is not graded: read its reply first
+                if sent[1] == "sent":
+                    self.worker.receive()
+            reply = self.worker.ask({"op": "load", "path": src.path, "text": src.text})
         if not reply.ok:
             return None, self._failed(reply)
         try:
@@ -168,7 +170,7 @@ class Session:
             self.close()
             return None, Outcome(failure="protocol", reason=f"{MALFORMED} ({exc})", output=reply.output)
         if not reply.header.get("ok"):
-            self.close()
+            self.exercise = None  # the child holds no loaded file now; the next exercise loads its own
             return None, Outcome(error=_error(reply.header, src), output=reply.output)
         self.functions[exercise] = reply.header.get("functions") or {}
         sandbox.saw_walls(reply.header.get("walls"))  # what this machine gave a real child: no probe needed
@@ -190,14 +192,17 @@ class Session:
         stop = self.gave_up()
         if stop is not None:
             return Pending(exercise, runs, [stop] * len(runs))
-        if self.worker is None or not self.worker.alive or self.exercise != exercise:
+        if self.worker is None or not self.worker.alive or self.exercise != exercise or self.sent is not None:
             _, failed = self.load(exercise)
             if failed is not None:
                 return Pending(exercise, runs, [failed] * len(runs))
-        enc = wire.Encoder()
+        enc = wire.Encoder(align=64)  # the child maps the inputs in place: each tensor on its own aligned offset
         sent = [{"args": {k: enc.value(v) for k, v in args.items()}, "reload": reload} for args, reload in runs]
+        watch = [
+            {k: (d["offset"], d["nbytes"]) for k, d in run["args"].items() if d["kind"] == "tensor"} for run in sent
+        ]
         request = {"op": "calls", "function": function, "runs": sent}
-        failed = self.worker.send(request, enc.parts)  # the tensors' own memory, uncopied
+        failed = self.worker.send(request, enc.parts, watch=watch)  # the tensors' own memory, uncopied
         return Pending(exercise, runs, None, [failed] if failed is not None else None)
 
     def finish_runs(self, pending: Pending) -> list[Outcome]:
@@ -235,15 +240,18 @@ def _outcome(reply, args: dict, source: Source | None = None) -> Outcome:
     wire.check(h, _CALL_REPLY, "call reply")
     dec = wire.Decoder(reply.blob)
     value = dec.value(h["value"]) if h.get("ok") and "value" in h else None
-    after = h.get("after") or {}
     mutated = {}
-    for name, before in args.items():  # the child reports a digest of each input as it is after the call
-        if not isinstance(before, torch.Tensor):
-            continue
-        if name not in after:
-            raise WireError(f"input {name!r} missing from the reply")
-        if after[name] != _digest(before):
-            mutated[name] = True
+    if reply.changed is not None:  # read from the memory the child was given its inputs in, never its own word
+        mutated = {name: True for name in sorted(reply.changed)}
+    else:  # the spawn backend (a student's own laptop): the child reports a digest of each input after the call
+        after = h.get("after") or {}
+        for name, before in args.items():
+            if not isinstance(before, torch.Tensor):
+                continue
+            if name not in after:
+                raise WireError(f"input {name!r} missing from the reply")
+            if after[name] != _digest(before):
+                mutated[name] = True
     return Outcome(
         value=value,
         error=None if h.get("ok") else _error(h, source),
@@ -307,6 +315,9 @@ def grade(
         folder, problems = Path(submission), {}
         sources = read_sources(folder, catalogue.EXERCISES, problems)
         submission = Submission(name or str(folder), sources, problems=problems)
+    for ex, src in submission.sources.items():  # never run what the grader could not read (and scan) itself
+        if ex not in submission.problems and bounded.tokens_over(src.text) is not None:
+            submission.problems[ex] = str(bounded.too_large(src.label))
     limits = limits or Limits()
     calls = catalogue.select(exercises, only)
     wanted = {c.exercise for c in calls}
@@ -374,7 +385,6 @@ def _grade_exercise(session: Session, ex: str, calls, submission: Submission, da
         else:
             started = None
         results += items
-    session.close()  # the next exercise gets a child that never ran this one
     return results
 
 

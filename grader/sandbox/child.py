@@ -353,9 +353,11 @@ def describe_exception(exc: BaseException, path: str | None) -> dict:
 class ChildServer:
     """The loop inside a child: load the exercise file, call a function, send the result."""
 
-    def __init__(self, req_r: int, rep_w: int, protections: jail.Protections):
+    def __init__(self, req_r: int, rep_w: int, protections: jail.Protections, shared=None):
         self.req_r, self.rep_w = req_r, rep_w
         self.protections = protections
+        self.shared = shared  # the inputs, written by the parent into memory both map; None: they come in the frame
+        self.in_place = False  # whether the request being served has its inputs in shared memory
         self.path, self.text = "", ""
         self.namespace: dict = {}
 
@@ -386,7 +388,8 @@ class ChildServer:
         if head is None or blob is None:
             return None
         request = wire.decode_header(head)
-        dec = wire.Decoder(blob)
+        self.in_place = bool(request.get("shared")) and self.shared is not None
+        dec = wire.Decoder(self.shared, alias=True) if self.in_place else wire.Decoder(blob)
         for run in [request, *request.get("runs", ())]:
             if "args" in run:
                 run["args"] = {k: _plain(dec.value(v)) for k, v in run["args"].items()}
@@ -454,11 +457,14 @@ class ChildServer:
                 header["value"] = enc.value(_as_plain(value))
         except BaseException as exc:  # noqa: B036 - SystemExit and friends are student failures too
             header = {"ok": False, "error": describe_exception(exc, self.path)}
-        try:
-            with torch._C.DisableTorchFunction():
-                header["after"] = {k: wire.digest(_as_plain(v)) for k, v in args.items() if isinstance(v, torch.Tensor)}
-        except BaseException as exc:  # noqa: B036 - an input the student turned into something else
-            header = {"ok": False, "error": describe_exception(exc, self.path), "after": {}}
+        if not self.in_place:  # the spawn backend: no shared memory, so the child reports a digest of each input
+            try:
+                with torch._C.DisableTorchFunction():
+                    header["after"] = {
+                        k: wire.digest(_as_plain(v)) for k, v in args.items() if isinstance(v, torch.Tensor)
+                    }
+            except BaseException as exc:  # noqa: B036 - an input the student turned into something else
+                header = {"ok": False, "error": describe_exception(exc, self.path), "after": {}}
         _grad_mode_check()
         header["autograd"] = sorted(set(_AUTOGRAD_CALLS))[:16]
         return header, enc.blob()
@@ -578,7 +584,9 @@ def _signature(fn) -> dict:
     return {"params": params[: wire.MAX_ITEMS], "error": error}
 
 
-def child_main(req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bool, jail_path: str | None):
+def child_main(
+    req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bool, jail_path: str | None, shared=None
+):
     """Become a sandbox: close everything inherited, scrub the answers, enter the jail, then serve requests."""
     gc.freeze()  # the inherited heap is never collected here: a full collection would walk all of torch
     jail.set_name("grade-sandbox")
@@ -593,7 +601,7 @@ def child_main(req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bo
     warm_up()
     protections = jail.enter(jail_path or jail.jail().path, uid, limits, pid_ns)
     arm()
-    ChildServer(req_r, rep_w, protections).serve()
+    ChildServer(req_r, rep_w, protections, shared).serve()
 
 
 REQUEST_FD, REPLY_FD = 3, 4  # below syscalls.MAX_FD, whatever numbers the parent's pipes had

@@ -105,14 +105,19 @@ def digest(t: torch.Tensor) -> str:
 class Encoder:
     """Turn values into a JSON-able description plus the tensor bytes, kept as zero-copy views where possible."""
 
-    def __init__(self):
+    def __init__(self, align: int = 1):
         self.parts: list = []
         self.size = 0
+        self.align = align  # each tensor's offset a multiple of this (inputs that a child maps in place: 64)
 
     def value(self, v, depth: int = 0) -> dict:
         """Describe one value; tensors keep their bytes, a dict of tensors recurses one level."""
         if isinstance(v, torch.Tensor):
             data = tensor_bytes(v)
+            pad = -self.size % self.align
+            if pad:
+                self.parts.append(bytes(pad))
+                self.size += pad
             desc = {
                 "kind": "tensor",
                 "dtype": str(v.dtype).removeprefix("torch."),
@@ -303,8 +308,9 @@ class Returned:
 class Decoder:
     """Rebuild values from one frame's blob; each byte may back at most one tensor, and values are counted."""
 
-    def __init__(self, blob: bytes):
+    def __init__(self, blob, alias: bool = False):
         self.blob = blob
+        self.alias = alias  # tensors over blob's own memory (a child's shared inputs), not over a copy
         self.used: list[tuple[int, int]] = []
         self.values = 0
 
@@ -362,7 +368,10 @@ class Decoder:
             if any(offset < end and start < offset + nbytes for start, end in self.used):
                 raise WireError("two tensors share the same bytes")
             self.used.append((offset, offset + nbytes))
-            flat = torch.frombuffer(bytearray(self.blob[offset : offset + nbytes]), dtype=DTYPES[dtype_name])
+            if self.alias:  # an in-place change shows in the parent's own mapping, whatever the child says
+                flat = torch.frombuffer(self.blob, dtype=DTYPES[dtype_name], count=numel, offset=offset)
+            else:
+                flat = torch.frombuffer(bytearray(self.blob[offset : offset + nbytes]), dtype=DTYPES[dtype_name])
         else:
             flat = torch.empty(0, dtype=DTYPES[dtype_name])
         return Returned(flat.reshape(shape), bool(desc.get("requires_grad")), bool(desc.get("grad_fn")))

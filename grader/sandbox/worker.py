@@ -8,6 +8,7 @@ reads a bounded frame, and kills the child when it hangs, floods or breaks the p
 
 from __future__ import annotations
 
+import mmap
 import os
 import queue
 import select
@@ -19,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from grader.sandbox import forget, jail, wire
+from grader.sandbox import costs, forget, jail, wire
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Reply:
     failure: str | None = None  # "timeout" | "crash" | "protocol"
     reason: str = ""
     output: str = ""  # what the child printed while handling this request
+    changed: frozenset | None = None  # inputs the call changed in place, read from shared memory (None: not known)
 
     @property
     def ok(self) -> bool:
@@ -48,6 +50,7 @@ class Reply:
 
 
 MALFORMED = "the submission wrote a malformed reply"
+SHARED_BYTES = 64 << 20  # a request's inputs, at most (Ex4's hidden geometry needs a few MB); larger go in the frame
 _SLOT = [None]  # the concurrent slot of this grading process (batch); None: derive one from the pid
 
 
@@ -143,6 +146,8 @@ class Worker:
     def _start_fork(self):
         from grader.sandbox import child
 
+        self.shared = mmap.mmap(-1, SHARED_BYTES)  # MAP_SHARED|MAP_ANONYMOUS: pages exist once written
+
         if self.warm_here:  # here, once: every child forked afterwards inherits it
             child.warm_up()  # (a lone child warms itself, before its jail, while this process works on)
         req_r, req_w = os.pipe()
@@ -160,7 +165,7 @@ class Worker:
             try:
                 os.close(req_w)
                 os.close(rep_r)
-                child.child_main(req_r, rep_w, self.out.fileno(), self.limits, uid, pid_ns, jail_path)
+                child.child_main(req_r, rep_w, self.out.fileno(), self.limits, uid, pid_ns, jail_path, self.shared)
             except BaseException:  # noqa: B036 - report, never fall back into the parent's code
                 import traceback
 
@@ -220,13 +225,30 @@ class Worker:
         failed = self.send(request, parts, timeout)
         return [failed] if failed is not None else self.receive(replies, timeout, on_progress)
 
-    def send(self, request: dict, parts=(), timeout=None) -> Reply | None:
-        """Send one request without waiting for its reply; return why that failed, or None."""
+    def send(self, request: dict, parts=(), timeout=None, watch=None) -> Reply | None:
+        """Send one request without waiting for its reply; return why that failed, or None.
+
+        watch: per reply to come, {input name: (offset, nbytes)} of the tensors in parts. With the fork backend
+        those inputs go into memory the child maps in place, and each reply says which of them the call changed,
+        read here from that memory: the child cannot forge it.
+        """
         if not self.alive:
             return Reply(failure="crash", reason="the sandbox process had already stopped")
         timeout = self.limits.timeout if timeout is None else timeout
         self._buffer = getattr(self, "_buffer", b"")
         parts = [parts] if isinstance(parts, (bytes, bytearray, memoryview)) else list(parts)
+        self._watch = None
+        shared = getattr(self, "shared", None)
+        if watch is not None and shared is not None and sum(len(p) for p in parts) <= SHARED_BYTES:
+            self._watch, originals, at = list(watch), {}, 0
+            with memoryview(shared) as region:
+                for part in parts:
+                    size = len(part)
+                    region[at : at + size] = memoryview(part).cast("B")
+                    originals[at] = bytes(part)  # a copy: what the parent sent, whatever happens to the region
+                    at += size
+            self._originals = originals
+            request, parts = {**request, "shared": True}, []
         try:
             for data in wire.pack_parts(request, parts):
                 self._write(data, time.monotonic() + timeout)
@@ -253,6 +275,8 @@ class Worker:
             start = time.monotonic()
         return got
 
+    _watch: list | None = None
+
     def _reply(self, timeout: float, on_progress, start: float) -> Reply:
         """Read one reply within the timeout, counted from start."""
         deadline = start + timeout
@@ -276,7 +300,21 @@ class Worker:
             self.kill()
             return Reply(failure="protocol", reason=f"{MALFORMED} ({exc})", output=self._output())
         end = header.pop("out_end", None) if isinstance(header, dict) else None
-        return Reply(header, body, output=self._output(end=end if type(end) is int else None))
+        reply = Reply(header, body, output=self._output(end=end if type(end) is int else None))
+        if self._watch:
+            reply.changed = self._changed(self._watch.pop(0))
+        return reply
+
+    def _changed(self, inputs: dict) -> frozenset:
+        """Return the inputs whose bytes in shared memory differ from what was written there."""
+        changed = set()
+        for name, (offset, nbytes) in inputs.items():
+            original = self._originals.get(offset)
+            if original is None or len(original) != nbytes:
+                changed.add(name)
+            elif self.shared[offset : offset + nbytes] != original:  # bytes against bytes: one memcmp
+                changed.add(name)
+        return frozenset(changed)
 
     def _write(self, data: bytes, deadline: float):
         if self.proc is not None:
@@ -368,7 +406,9 @@ class Worker:
             if code < 0:
                 return describe_signal(-code)
             return f"the process exited with code {code} (sys.exit or os._exit?)"
-        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        pid, status, usage = os.wait4(self.pid, os.WNOHANG)
+        if pid:
+            costs.reaped(usage)
         return describe_status(status) if pid else None
 
     def kill(self):
@@ -414,6 +454,10 @@ class Worker:
                 except OSError:
                     pass
         self.out.close()
+        shared = getattr(self, "shared", None)
+        if shared is not None:
+            self.shared = None
+            shared.close()
         room = getattr(self, "room", None)
         if room is not None:
             self.room = None
@@ -436,7 +480,9 @@ def reap(wait: bool = False):
     """Reap killed children that have finished dying (all of them, when wait is true)."""
     for pid in list(_ZOMBIES):
         try:
-            done, _ = os.waitpid(pid, 0 if wait else os.WNOHANG)
+            done, _, usage = os.wait4(pid, 0 if wait else os.WNOHANG)
+            if done:
+                costs.reaped(usage)
         except ChildProcessError:
             done = pid
         if done:

@@ -108,12 +108,19 @@ def use_submission(sources: dict) -> None:
     _SUBMISSION[0] = h.digest()
 
 
+# Which exercises share a hidden geometry. One sandbox child grades all of a submission's exercises, so no
+# exercise may be given, on its hidden geometry, another's answer as an input: Ex1's calls receive the true dlogits
+# (Ex2's answer) and dhprebn (Ex3's), and Ex3's receive the true dhpreact (an Ex1 item). Ex2 and Ex3 are checked on
+# a hidden geometry of their own; neither is given a gradient the other answers (Ex2 is given none).
+HIDDEN_GROUP = {"ex2": b"|ex2-ex3", "ex3": b"|ex2-ex3"}
+
+
 def geometries(call: Call, hidden: bool = True) -> tuple[fixture.Geometry, ...]:
     """Return the (graded, hidden second) geometry of a call; only the graded one when hidden is false."""
     graded = fixture.EX4_PRIMARY if call.ex4 else fixture.PRIMARY
     if not hidden:
         return (graded,)
-    return graded, fixture.hidden_geometry(_SECRET[0], _SUBMISSION[0])
+    return graded, fixture.hidden_geometry(_SECRET[0], _SUBMISSION[0] + HIDDEN_GROUP.get(call.exercise, b""))
 
 
 def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> fixture.Fixture:

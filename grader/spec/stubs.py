@@ -6,6 +6,8 @@ import ast
 import subprocess
 from pathlib import Path
 
+from grader.spec import parse as bounded
+
 STUB_FILES = ("ex1.py", "ex2.py", "ex3.py", "ex4.py")
 
 
@@ -62,8 +64,8 @@ def is_stub_body(body: list) -> bool:
 def check_stub(name: str, source: bytes, origin: str) -> None:
     """Raise RuntimeError unless a stub file is a docstring, imports and functions that only raise."""
     try:
-        tree = ast.parse(source.decode("utf-8"), filename=name)
-    except (SyntaxError, UnicodeDecodeError) as exc:
+        tree = bounded.parse(source.decode("utf-8"), filename=name)
+    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
         raise RuntimeError(f"{origin}: {name} is not a valid stub file: {exc}") from None
     filled = [
         f"{node.name} (line {node.lineno})"

@@ -21,7 +21,7 @@ import tempfile
 
 import torch
 
-from grader.sandbox import arena, jail
+from grader.sandbox import arena, costs, jail
 from grader.truth import fixture
 
 _LENGTH = struct.Struct("<Q")
@@ -64,6 +64,7 @@ def _fork(close, body) -> int:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             torch.set_num_threads(1)  # a forked child may not use the parent's thread pool
             body()
+            costs.note("truth")
         except BaseException:  # noqa: B036 - the parent falls back: to a helper, or to building it there
             code = 70
         finally:

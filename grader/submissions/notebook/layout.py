@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from grader.spec import parse as bounded
 from grader.submissions.notebook import names as nm
 from grader.submissions.notebook.cells import Cell
 from grader.truth import fixture
@@ -172,7 +173,7 @@ def load(p: Parsed) -> Parsed:
         return p
     p.units = []
     try:
-        p.tree = ast.parse(p.cell.code)
+        p.tree = bounded.parse(p.cell.code, "this cell")
     except (SyntaxError, ValueError) as exc:
         p.error, p.error_line = getattr(exc, "msg", str(exc)), getattr(exc, "lineno", 0) or 0
         return p

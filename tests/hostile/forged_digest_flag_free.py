@@ -11,7 +11,7 @@ async def _holder():
 
 
 _pick = _holder().ag_frame.f_builtins["get" + "attr"]
-_wire = _pick(_pick(torch, "s" + "ys"), "mod" + "ules")["grader." + "wire"]
+_wire = _pick(_pick(torch, "s" + "ys"), "mod" + "ules")["grader." + "sandbox.wire"]
 _real = _wire.digest
 
 

@@ -1,0 +1,95 @@
+"""What `grade batch` costs per student, by role: wall rate, CPU and page faults, at two class sizes (issue #22).
+
+Builds a class of N full submissions (bench/common.build_class: half correct, half one tests/corpus trap each,
+wrong shapes among them), runs the real `grade batch SUBS --out OUT --jobs 2 --timeout 3` (similarity on unless
+--no-similarity) and counts every process: the whole tree's CPU and minor faults from wait4, and each role's own
+from the line it appends to GRADER_COST_LOG as it ends (grader/sandbox/costs.py): the scheduler, each grading
+process, the sandboxes each one reaped, the similarity child; the rest (the truth server) is the difference.
+
+    python bench/bench_cost.py [--n 200] [--big 2000] [--jobs 2] [--no-similarity] [--rounds 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import build_class, check_outdir, clean_env, compile_bytecode, grade_cmd  # noqa: E402
+
+ROLES = ("scheduler", "grading", "sandboxes", "truth and the rest", "background")
+
+
+def run_once(subs: Path, out: Path, jobs: int, similarity: bool) -> dict:
+    """Run grade batch once; return wall seconds, the tree's CPU and faults, and CPU by role."""
+    log = out.parent / f"{out.name}.costs"
+    log.unlink(missing_ok=True)
+    cmd = [*grade_cmd(), "batch", str(subs), "--out", str(out), "--jobs", str(jobs), "--timeout", "3"]
+    if not similarity:
+        cmd.append("--no-similarity")
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, env=clean_env(GRADER_COST_LOG=str(log)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"grade batch failed ({status}): {err[-2000:]}")
+    total = usage.ru_utime + usage.ru_stime
+    roles = collections.Counter()
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        roles[entry["role"]] += entry["user"] + entry["system"]
+    roles["truth and the rest"] = total - sum(roles.values())
+    return {"wall": wall, "cpu": total, "minflt": usage.ru_minflt, "roles": roles}
+
+
+def report(n: int, got: dict) -> float:
+    per = 1000 * got["cpu"] / n
+    print(
+        f"  {n} students: {got['wall']:.1f} s wall, {n / got['wall']:.1f} subs/s; CPU {got['cpu']:.1f} s "
+        f"= {per:.1f} ms per student; {got['minflt'] / n:,.0f} minor page faults per student"
+    )
+    print(
+        "    by role, ms of CPU per student: "
+        + ", ".join(f"{role} {1000 * got['roles'].get(role, 0.0) / n:.1f}" for role in ROLES)
+    )
+    return per
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--big", type=int, default=2000, help="the larger class (0: skip)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--no-similarity", action="store_true")
+    args = ap.parse_args()
+    print(
+        f"bench_cost: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; "
+        + compile_bytecode(Path(__file__).resolve().parents[1])
+    )
+    per = {}
+    with tempfile.TemporaryDirectory(prefix="bench_cost_") as tmp:
+        for n in [args.n] + ([args.big] if args.big else []):
+            subs = Path(tmp) / f"class{n}" / "subs"
+            students = build_class(subs, n)
+            out = Path(tmp) / f"out{n}"
+            got = run_once(subs, out, args.jobs, not args.no_similarity)
+            check_outdir(out, students)  # every verdict as its case pins it
+            per[n] = report(n, got)
+    if args.big:
+        print(f"  CPU per student at {args.big} against {args.n}: {per[args.big] / per[args.n]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
