@@ -96,13 +96,26 @@ def build(root: Path) -> tuple[dict[str, float], dict[str, str]]:
         suffix = "-1" if ex == "ex3" else ""
         _write(root / f"carlos_1001_{2001 + k}_{ex}{suffix}.py", REF[ex])
     _write(root / "dana_late_1002_2010_ex1.py", REF["ex1"])
-    scores["carlos"], scores["dana"] = FULL, POINTS["ex1"]
+    scores["carlos@canvas"], scores["dana@canvas"] = FULL, POINTS["ex1"]
+
+    # Canvas's whole download as Canvas names it, beside the rest: opened, its students graded from inside it
+    # (names in any script; Canvas today writes LATE); canvas.csv gets their user ids
+    _zip(
+        root / "submissions.zip",
+        {
+            "müllerjürgen_41004_880404_ex1.py": REF["ex1"],
+            "müllerjürgen_41004_880405_ex2.py": REF["ex2"],
+            "王小明_LATE_41006_880407_ex3.py": REF["ex3"],
+        },
+    )
+    scores["müllerjürgen@canvas"], scores["王小明@canvas"] = POINTS["ex1"] + POINTS["ex2"], POINTS["ex3"]
+    skipped["submissions.zip"] = msg.DOWNLOAD_OPENED.format(what=msg.CANVAS_DOWNLOAD)
 
     # Gradescope export: keyed by the metadata's student id, the second one hands in a zip inside its folder
     _write(root / "submission_metadata.yml", GRADESCOPE_METADATA)
     _all(root / "submission_111111")
     _zip(root / "submission_222222" / "upload.zip", {f"work/{ex}.py": t for ex, t in REF.items()})
-    scores["20240001"] = scores["20240002"] = FULL
+    scores["20240001@gradescope"] = scores["20240002@gradescope"] = FULL
     skipped["submission_metadata.yml"] = msg.METADATA_USED
 
     # archives: .tar.gz with a folder inside, .tgz flat

@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 from grader.classroom.batch import grade_batch
 from grader.classroom.reports import EMPTY_CLASS
-from grader.classroom.reports.tables import CANVAS_COLUMNS, GRADEBOOK_COLUMNS, canvas_gradebook
+from grader.classroom.reports.summary import summarize
+from grader.classroom.reports.tables import CANVAS_COLUMNS, GRADEBOOK_COLUMNS, UNMATCHED_CONTESTED, canvas_gradebook
 from grader.cli.main import main
 from grader.sandbox import Limits
 from grader.submissions.intake import decode_source, discover, read_entry, read_submission
@@ -86,9 +87,12 @@ def test_the_result_says_which_file_was_graded_and_why(shaped):
     assert "ambiguous" in st["amb"]["intake_flags"]
     assert any(n.startswith("ex1: AMBIGUOUS") and "not graded: ex1 (1).py" in n for n in st["amb"]["notes"])
     assert st["stubby"]["intake_flags"] == ["stub"]
-    assert st["20240002"]["graded_files"]["ex1"] == "upload.zip/work/ex1.py"
+    assert st["20240002@gradescope"]["graded_files"]["ex1"] == "upload.zip/work/ex1.py"
     assert st["tara"]["graded_files"]["ex4"] == "tara.tar.gz/tara/ex4.py"
-    assert msg.CANVAS_LATE in st["dana"]["notes"]
+    assert msg.CANVAS_LATE in st["dana@canvas"]["notes"] and st["dana@canvas"]["late"] is True
+    assert st["王小明@canvas"]["late"] is True and st["müllerjürgen@canvas"]["late"] is False
+    assert st["王小明@canvas"]["graded_files"] == {"ex3": "王小明_LATE_41006_880407_ex3.py"}
+    assert st["carlos@canvas"]["late"] is False and "late" not in st["alice"]
     assert any(n.startswith("not graded: alice.zip") for n in st["alice"]["notes"])
 
 
@@ -116,14 +120,18 @@ def test_identity_columns_and_canvas_export(shaped):
     rows = list(csv.reader((out / "gradebook.csv").open()))
     assert tuple(rows[0]) == GRADEBOOK_COLUMNS
     by = {r[0]: dict(zip(GRADEBOOK_COLUMNS, r, strict=True)) for r in rows[1:]}
-    assert by["20240001"]["name"] == "Grace Hopper" and by["20240001"]["email"] == "grace@example.edu"
-    assert by["carlos"]["canvas_id"] == "1001"
+    assert by["20240001@gradescope"]["name"] == "Grace Hopper"
+    assert by["20240001@gradescope"]["email"] == "grace@example.edu"
+    assert by["carlos@canvas"]["canvas_id"] == "1001"
+    assert (by["carlos@canvas"]["late"], by["dana@canvas"]["late"], by["alice"]["late"]) == ("no", "yes", "")
     assert "'=2+5" in by and "=2+5" not in by  # escaped: a spreadsheet shows it, never runs it
     canvas = list(csv.reader((out / "canvas.csv").open()))
     assert tuple(canvas[0][:5]) == CANVAS_COLUMNS and canvas[1][0] == "Points Possible" and canvas[1][5] == "42"
     rows = {r[0]: r for r in canvas[2:]}
-    assert rows["carlos"][1:4] == ["1001", "", "carlos"] and rows["carlos"][5] == "42"
-    assert rows["Alan Turing"][2] == "20240002"
+    assert rows["carlos@canvas"][1:5] == ["1001", "", "", ""] and rows["carlos@canvas"][5] == "42"
+    assert rows["Alan Turing (20240002@gradescope)"][1:4] == ["", "20240002", ""]
+    assert rows["王小明@canvas"][1:6] == ["41006", "", "", "", "4"]  # from inside submissions.zip
+    assert len(canvas) == 2 + 6  # the four Canvas and two Gradescope students; every folder is unmatched
     assert not any(cell.startswith(("=", "+", "@")) for r in canvas for cell in r)
 
 
@@ -290,7 +298,7 @@ def test_gradescope_metadata_that_cannot_be_read_keeps_folder_names(tmp_path):
     shapes._all(tmp_path / "submission_1")
     (tmp_path / "submission_metadata.yml").write_text("submission_1: [unclosed\n")
     entries, skipped = discover(tmp_path)
-    assert [e.student for e in entries] == ["submission_1"]
+    assert [e.student for e in entries] == ["submission_1@gradescope"]  # its folder name, in Gradescope's namespace
     assert skipped[0].name == "submission_metadata.yml"
     assert skipped[0].reason.startswith(msg.METADATA_UNREADABLE.split("{")[0])
 
@@ -305,7 +313,7 @@ def test_two_gradescope_folders_claiming_one_student_id_are_graded_apart_and_fla
     )
     (tmp_path / "submission_metadata.yml").write_text(meta)
     entries, skipped = discover(tmp_path)
-    assert [e.student for e in entries] == ["A123_submission_1", "A123_submission_2"]
+    assert [e.student for e in entries] == ["A123_submission_1@gradescope", "A123_submission_2@gradescope"]
     assert [s.name for s in skipped] == ["submission_metadata.yml"]
     mallory, ada = (read_entry(e) for e in entries)
     assert "duplicate-id" in mallory.flags and "duplicate-id" in ada.flags
@@ -313,8 +321,10 @@ def test_two_gradescope_folders_claiming_one_student_id_are_graded_apart_and_fla
     assert "sid" not in ada.identity and ada.identity["claimed_sid"] == "A123"
     assert mallory.identity["name"] == "Mallory, Ada Lovelace"  # one member, one Canvas row
     result = {"score": 0, "max_score": 42, "items": [], "identity": mallory.identity}
-    rows = list(csv.reader(io.StringIO(canvas_gradebook({"A123_submission_1": result}))))
-    assert [(r[0], r[2]) for r in rows[2:]] == [("Mallory, Ada Lovelace", "")]  # no SIS id for Canvas to match
+    rows = list(csv.reader(io.StringIO(canvas_gradebook({"A123_submission_1@gradescope": result}))))
+    assert rows[2:] == []  # no id Canvas could match: no row, which Canvas would match by name to Ada
+    summary = summarize({"A123_submission_1@gradescope": result})
+    assert summary["canvas_unmatched"] == {UNMATCHED_CONTESTED: ["A123_submission_1@gradescope"]}
 
 
 def test_read_submission_takes_a_folder_or_an_archive(tmp_path):
@@ -327,8 +337,11 @@ def test_read_submission_takes_a_folder_or_an_archive(tmp_path):
 
 def test_a_gradescope_group_gets_a_canvas_row_per_member():
     result = {"score": 40, "max_score": 42, "items": [], "identity": {"name": "Ann; Bo", "sid": "7; 8"}}
-    rows = list(csv.reader(io.StringIO(canvas_gradebook({"7": result}))))
-    assert [(r[0], r[2], r[5]) for r in rows[2:]] == [("Ann", "7", "40"), ("Bo", "8", "40")]
+    rows = list(csv.reader(io.StringIO(canvas_gradebook({"7@gradescope": result}))))
+    assert [(r[0], r[2], r[5]) for r in rows[2:]] == [
+        ("Ann (7@gradescope)", "7", "40"),
+        ("Bo (7@gradescope)", "8", "40"),
+    ]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -379,8 +392,8 @@ def test_canvas_namesakes_keep_their_own_grades(tmp_path):
     grade_batch(subs, tmp_path / "out", jobs=1, limits=LIMITS, progress=False, similarity=False)
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open())}
     assert {k: (r["canvas_id"], r["score"]) for k, r in rows.items()} == {
-        "smithjohn_111": ("111", "0"),
-        "smithjohn_222": ("222", "42"),
+        "smithjohn_111@canvas": ("111", "0"),
+        "smithjohn_222@canvas": ("222", "42"),
     }
 
 
@@ -416,7 +429,7 @@ def test_metadata_with_yaml_aliases_is_refused_and_folders_are_graded_by_name(tm
     )
     (subs / "submission_metadata.yml").write_text(bomb + "submission_1:\n  :submitters:\n  - :name: *a8\n")
     entries, skipped = discover(subs)
-    assert [e.student for e in entries] == ["submission_1"]
+    assert [e.student for e in entries] == ["submission_1@gradescope"]
     assert any("aliases" in s.reason for s in skipped)
 
 

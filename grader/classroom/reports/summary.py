@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import statistics
 
+from grader.classroom.reports.tables import canvas_rows
 from grader.grading.results import STATUSES
 from grader.spec import catalogue
 
 # traps that say more about how the code ran than about the maths; the report lists them with the sandbox flags
 SANDBOX_TRAPS = ("uses-autograd",)
 PRIVATE = "private-internals"  # the runner's result["flags"]["private_internals"]: reaching into internals
+NUMERIC = "numeric-differentiation"  # result["flags"]["numeric_differentiation"]: complex step, finite differences
 
 
 def summarize(students: dict[str, dict], skipped=(), stale=()) -> dict:
@@ -18,7 +20,7 @@ def summarize(students: dict[str, dict], skipped=(), stale=()) -> dict:
     trap_students: dict[str, set] = {}
     errored, timed_out = set(), set()
     intake_flags: dict[str, set] = {}
-    private = set()
+    private, numeric = set(), set()
     scores = []
     for student in sorted(students):
         r = students[student]
@@ -34,6 +36,8 @@ def summarize(students: dict[str, dict], skipped=(), stale=()) -> dict:
                 timed_out.add(student)
         if (r.get("flags") or {}).get("private_internals"):
             private.add(student)
+        if (r.get("flags") or {}).get("numeric_differentiation"):
+            numeric.add(student)
         for flag in r.get("intake_flags") or []:
             intake_flags.setdefault(flag, set()).add(student)
     sandbox = {"error": sorted(errored), "timeout": sorted(timed_out)}
@@ -42,6 +46,8 @@ def summarize(students: dict[str, dict], skipped=(), stale=()) -> dict:
             sandbox[t] = sorted(trap_students[t])
     if private:
         sandbox[PRIVATE] = sorted(private)
+    if numeric:
+        sandbox[NUMERIC] = sorted(numeric)
     n = len(students)
     return {
         "students": n,
@@ -59,6 +65,9 @@ def summarize(students: dict[str, dict], skipped=(), stale=()) -> dict:
         "timed_out": sorted(timed_out),
         "sandbox_flags": sandbox,
         "intake_flags": {f: sorted(s) for f, s in sorted(intake_flags.items())},
+        # what the source says: Canvas marks late submissions (true/false); a folder or Gradescope says nothing
+        "late": {s: students[s]["late"] for s in sorted(students) if isinstance(students[s].get("late"), bool)},
+        "canvas_unmatched": canvas_rows(students)[1],  # no row in canvas.csv: reason -> students
         "skipped": [s.to_dict() if hasattr(s, "to_dict") else dict(s) for s in skipped],
         "stale_removed": sorted(stale),
     }

@@ -22,7 +22,9 @@ class Unreadable(Exception):
 
 
 def human(n: int) -> str:
-    """Return a byte count as '1 MiB'."""
+    """Return a byte count as '1 MiB' (or '4 GiB')."""
+    if n >= 1 << 30:
+        return f"{n >> 30} GiB"
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
@@ -52,6 +54,26 @@ def read_regular(path: Path, limit: int) -> bytes:
         raise Unreadable(exc.strerror or str(exc)) from exc
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path, limit: int):
+    """Return a regular file (at most `limit` bytes) opened for binary reading; raise Unreadable for anything else.
+
+    For a file read in parts (a class's zip), never whole: the same checks as read_regular, without the read."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        raise Unreadable(exc.strerror or str(exc)) from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable("not a regular file")
+        if st.st_size > limit:
+            raise Unreadable(f"larger than {human(limit)}")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def decode_source(data: bytes) -> str:

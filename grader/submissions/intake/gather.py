@@ -16,6 +16,7 @@ import re
 import stat
 import struct
 import tarfile
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -39,7 +40,12 @@ from grader.submissions.intake.files import (
 SKIP_DIRS = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints", "node_modules", ".venv", "venv"}
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 MAX_NESTING = 2  # archives inside archives inside the submission
-CANVAS = re.compile(r"^(?P<login>[A-Za-z0-9.-]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)$")
+# Canvas's bulk download names each file `name[_LATE]_userid_fileid_original` (older Canvas wrote `late`): the name
+# is the sortable name lower-cased with every character that is not a word character (a letter, mark, digit or
+# connector, in any script) removed, and never holds `_digits_` (Canvas takes those out), so the shortest name that
+# leaves `_digits_digits_` after it is the name. Anonymous grading writes `[LATE_]anon_anonymousid_fileid_original`.
+CANVAS = re.compile(r"^(?P<login>[^/\\]+?)(?P<late>_(?i:late))?_(?P<uid>[0-9]+)_(?P<sub>[0-9]+)_(?P<file>.+)$", re.S)
+CANVAS_ANONYMOUS = re.compile(r"^(?P<late>(?i:late)_)?anon_(?P<anon>[A-Za-z0-9]+)_(?P<sub>[0-9]+)_(?P<file>.+)$", re.S)
 _EXERCISE = re.compile(r"(?<![a-z0-9])ex(?:ercise)?[ _-]?0?([1-9])(?![0-9])")  # ex1, ex_1, exercise-1, ex01
 _ARCHIVE_ERRORS = (
     zipfile.BadZipFile,
@@ -55,9 +61,30 @@ _ARCHIVE_ERRORS = (
 )
 
 
+def _canvas_name(name: str) -> bool:
+    """Return whether a name is one Canvas writes: word characters of any script (and '.', '-' of older Canvas)."""
+    return all(unicodedata.category(c)[0] in "LMN" or unicodedata.category(c) == "Pc" or c in ".-" for c in name)
+
+
+def canvas_file(filename: str) -> dict[str, str] | None:
+    """Return the parts of a Canvas bulk-download file name, or None.
+
+    {'login': the name part (NFC), 'late': '1' or '', 'uid': the Canvas user id ('' if anonymous),
+    'anon': the anonymous id ('' unless anonymous), 'file': the name the student gave the file}.
+    """
+    m = CANVAS_ANONYMOUS.match(filename)
+    if m is not None:
+        return {"login": "", "late": "1" if m["late"] else "", "uid": "", "anon": m["anon"], "file": m["file"]}
+    m = CANVAS.match(filename)
+    if m is None or not _canvas_name(m["login"]):
+        return None
+    login = unicodedata.normalize("NFC", m["login"])  # a zip unpacked on macOS holds NFD names
+    return {"login": login, "late": "1" if m["late"] else "", "uid": m["uid"], "anon": "", "file": m["file"]}
+
+
 def exercise_of(filename: str) -> str | None:
     """Return the exercise a file name stands for ('Ex1.py', 'backprop_ex1.py', 'ex1 (1).py' -> 'ex1'), or None."""
-    canvas = CANVAS.match(filename)  # the login in a Canvas file name may itself look like 'ex2...'
+    canvas = canvas_file(filename)  # the name in a Canvas file name may itself look like 'ex2...'
     lower = (canvas["file"] if canvas else filename).lower()
     if not lower.endswith(".py") or lower.startswith("."):
         return None
@@ -182,14 +209,16 @@ class Gathered:
         except _ARCHIVE_ERRORS as exc:
             self.notes.append(msg.ARCHIVE_UNREADABLE.format(name=name, error=exc or type(exc).__name__))
 
-    def _member(self, archive: str, raw: str) -> tuple[str, list[str]] | None:
-        """Return (shown name, path parts) of a member worth reading, or None; notes unsafe ones."""
+    def _member(self, label: str, raw: str) -> tuple[str, list[str]] | None:
+        """Return (shown name, path parts) of a member worth reading, or None; notes unsafe ones.
+
+        label: what the shown name starts with ('alice.zip/'; '' inside a class's zip, as on disk)."""
         parts = PurePosixPath(raw.replace("\\", "/")).parts
         if not parts or not relevant(parts[-1]):
             return None
         if any(p in SKIP_DIRS or p.startswith(".") for p in parts[:-1] if p != ".."):
             return None
-        shown = f"{archive}/{raw}"
+        shown = f"{label}{raw}"
         if raw.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
             self.notes.append(msg.SKIPPED_UNSAFE.format(name=shown))
             return None
@@ -210,45 +239,41 @@ class Gathered:
                 f"it lists {declared} entries, more than {MAX_MEMBERS}; hand in the exercise files themselves"
             )
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            for m in zf.infolist():
-                if self.stopped or not self._count(name):
-                    return
-                if m.is_dir():
-                    continue
-                member = self._member(name, m.filename)
-                if member is None:
-                    continue
-                shown, parts = member
-                mode = m.external_attr >> 16
-                if stat.S_ISLNK(mode):
-                    self.notes.append(msg.SKIPPED_LINK.format(name=shown))
-                    continue
-                if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
-                    self.notes.append(msg.SKIPPED_SPECIAL.format(name=shown))
-                    continue
-                if m.flag_bits & 0x1:
-                    self.notes.append(msg.SKIPPED_ENCRYPTED.format(name=shown))
-                    continue
-                if m.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-                    # zipfile inflates bzip2 and lzma members without a bound on the output (a 3 KB member
-                    # became 4 GB); only stored and deflate read in bounded steps. Every zip tool writes deflate.
-                    self.notes.append(msg.SKIPPED_COMPRESSION.format(name=shown))
-                    continue
+            self.zip_members(zf, name, f"{name}/", depth, nesting)
 
-                def read(limit, m=m, shown=shown):
-                    if m.file_size > limit or not self._budget(shown, m.file_size):
-                        raise Unreadable(f"larger than {human(limit)}")
-                    try:
-                        with zf.open(m) as fh:
-                            content = fh.read(limit + 1)  # never trust the declared size
-                    except _ARCHIVE_ERRORS as exc:  # a bad CRC, an unknown method: this member only
-                        raise Unreadable(str(exc) or type(exc).__name__) from exc
-                    if len(content) > limit:
-                        raise Unreadable(f"larger than {human(limit)}")
-                    self.total += len(content)
-                    return content
+    def zip_members(self, zf: zipfile.ZipFile, where: str, label: str, depth: int, nesting: int, prefix="") -> None:
+        """Collect the relevant regular members of an open zip; with a prefix, only those below it, named from it.
 
-                self.add(shown, depth + len(parts) - 1, read, nesting)
+        where: the name notes give the archive; label: what each shown name starts with."""
+        for m in zf.infolist():
+            raw = m.filename
+            if prefix:  # one student's folder inside a class's zip: the rest of the zip is not theirs
+                parts = member_parts(raw)  # None: an absolute or '..' path, listed in the class's skipped list
+                raw = "/".join(parts or [])
+                if parts is None or not raw.startswith(prefix):
+                    continue
+                raw = raw[len(prefix) :]
+            if self.stopped or not self._count(where):
+                return
+            if m.is_dir():
+                continue
+            member = self._member(label, raw)
+            if member is None:
+                continue
+            shown, parts = member
+            problem = zip_member_problem(m)
+            if problem is not None:
+                self.notes.append(ZIP_PROBLEMS[problem][0].format(name=shown))
+                continue
+
+            def read(limit, m=m, shown=shown):
+                if m.file_size > limit or not self._budget(shown, m.file_size):
+                    raise Unreadable(f"larger than {human(limit)}")
+                content = read_zip_member(zf, m, limit)
+                self.total += len(content)
+                return content
+
+            self.add(shown, depth + len(parts) - 1, read, nesting)
 
     def _tar(self, name: str, data: bytes, depth: int, nesting: int) -> None:
         declared = 0
@@ -262,7 +287,7 @@ class Gathered:
                     return
                 if m.isdir():
                     continue
-                member = self._member(name, m.name)
+                member = self._member(f"{name}/", m.name)
                 if member is None:
                     continue
                 shown, parts = member
@@ -287,17 +312,75 @@ class Gathered:
                 self.add(shown, depth + len(parts) - 1, read, nesting)
 
 
+# why a zip member is not read: the note in a student's result ({name}), and the reason when it is read on demand
+ZIP_PROBLEMS = {
+    "link": (msg.SKIPPED_LINK, "a symbolic link"),
+    "special": (msg.SKIPPED_SPECIAL, "not a regular file"),
+    "encrypted": (msg.SKIPPED_ENCRYPTED, "an encrypted member"),
+    "compression": (msg.SKIPPED_COMPRESSION, "compressed with bzip2 or lzma, which is not read"),
+}
+
+
+def member_parts(filename: str) -> list[str] | None:
+    """Return a zip member's path as parts ('.' and empty parts dropped), or None for an absolute or '..' path."""
+    name = filename.replace("\\", "/")
+    if name.startswith("/") or ":" in name.split("/", 1)[0]:
+        return None
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    return None if ".." in parts else parts
+
+
+def zip_member_problem(m: zipfile.ZipInfo) -> str | None:
+    """Return why a zip member is not read (a key of ZIP_PROBLEMS), or None if it can be."""
+    mode = m.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+        return "special"
+    if m.flag_bits & 0x1:
+        return "encrypted"
+    if m.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        # zipfile inflates bzip2 and lzma members without a bound on the output (a 3 KB member became 4 GB); only
+        # stored and deflate read in bounded steps. Every zip tool writes deflate.
+        return "compression"
+    return None
+
+
+def read_zip_member(zf: zipfile.ZipFile, m: zipfile.ZipInfo, limit: int) -> bytes:
+    """Return a zip member's bytes, at most `limit` whatever its header declares; raise Unreadable otherwise."""
+    if m.file_size > limit:
+        raise Unreadable(f"larger than {human(limit)}")
+    try:
+        with zf.open(m) as fh:
+            content = fh.read(limit + 1)  # never trust the declared size
+    except _ARCHIVE_ERRORS as exc:  # a bad CRC, an unknown method: this member only
+        raise Unreadable(str(exc) or type(exc).__name__) from exc
+    if len(content) > limit:
+        raise Unreadable(f"larger than {human(limit)}")
+    return content
+
+
 def _zip_entries(data: bytes) -> int:
     """Return how many entries a zip's end-of-central-directory record declares (0 if it has none)."""
-    end = data.rfind(b"PK\x05\x06", max(0, len(data) - (1 << 16) - 22))
-    if end < 0 or end + 22 > len(data):
+    return zip_entries(lambda offset, n: data[offset : offset + n], len(data))
+
+
+def zip_entries(read_at: Callable[[int, int], bytes], size: int) -> int:
+    """Return how many entries the end-of-central-directory record of a zip of `size` bytes declares (0 if none).
+
+    read_at(offset, n): n bytes at offset (fewer at the end), so a zip on disk is read only at its tail."""
+    start = max(0, size - (1 << 16) - 22)
+    tail = read_at(start, size - start)
+    end = tail.rfind(b"PK\x05\x06")
+    if end < 0 or end + 22 > len(tail):
         return 0
-    (entries,) = struct.unpack_from("<H", data, end + 10)
+    (entries,) = struct.unpack_from("<H", tail, end + 10)
     locator = end - 20  # zip64: the count is in the zip64 record the locator points at
-    if entries == 0xFFFF and locator >= 0 and data[locator : locator + 4] == b"PK\x06\x07":
-        (record,) = struct.unpack_from("<Q", data, locator + 8)
-        if data[record : record + 4] == b"PK\x06\x06" and record + 40 <= len(data):
-            (entries,) = struct.unpack_from("<Q", data, record + 32)
+    if entries == 0xFFFF and locator >= 0 and tail[locator : locator + 4] == b"PK\x06\x07":
+        (record,) = struct.unpack_from("<Q", tail, locator + 8)
+        head = read_at(record, 40) if record < size else b""
+        if head[:4] == b"PK\x06\x06" and len(head) == 40:
+            (entries,) = struct.unpack_from("<Q", head, 32)
     return entries
 
 
@@ -342,19 +425,22 @@ def gather_folder(folder: Path) -> Gathered:
     return g
 
 
-def gather_files(files: list[tuple[str, Path]]) -> Gathered:
-    """Collect loose files (an archive, a notebook, Canvas's renamed files), each shown under its name."""
+def gather_files(files: list[tuple[str, Path | Callable[[int], bytes]]]) -> Gathered:
+    """Collect loose files (an archive, a notebook, Canvas's renamed files), each shown under its name.
+
+    Each file is a path, or a function that returns its bytes up to a limit (a member of a class's zip)."""
     g = Gathered()
-    for shown, path in files:
+    for shown, source in files:
+        read = source if callable(source) else (lambda limit, p=source: read_regular(p, limit))
         g.looked_at += 1
         base = shown.rsplit("/", 1)[-1]
         if archive_suffix(base) and len(files) == 1:  # the entry is the archive: its members are at depth 0
             try:
-                data = read_regular(path, MAX_ARCHIVE_BYTES)
+                data = read(MAX_ARCHIVE_BYTES)
             except Unreadable as exc:
                 g.notes.append(msg.ARCHIVE_UNREADABLE.format(name=shown, error=exc))
                 continue
             g.archive(shown, data, 0, 1)
         elif relevant(base):
-            g.add(shown, 0, lambda limit, p=path: read_regular(p, limit), 0)
+            g.add(shown, 0, read, 0)
     return g

@@ -23,6 +23,17 @@ DUPLICATE_ID = (
 METADATA_UNREADABLE = "submission_metadata.yml could not be read ({error}); Gradescope folders keep their own names"
 METADATA_USED = "Gradescope metadata: names, emails and student ids of the submission_* folders"
 NOT_IN_METADATA = "{folder} is not listed in submission_metadata.yml; it is keyed by its folder name"
+DOWNLOAD_OPENED = "{what}: graded as the class inside it, each student from their own files"
+CANVAS_DOWNLOAD = "a Canvas bulk download"
+GRADESCOPE_EXPORT = "a Gradescope export"
+WRAPPER = "a folder holding {what}"
+UNSAFE_MEMBER = "a member of {archive} with an absolute or '..' path: never read"
+CLASS_ARCHIVE_UNREADABLE = "{name} could not be opened as a class's zip: {error}"
+CLASS_NOT_ZIP = (
+    "a class given as an archive must be a .zip (what Canvas and Gradescope download); unpack it and give the folder"
+)
+CLASS_FOLDER = "the only folder in the class's zip: its entries are the class"
+CLASS_NOT_FOLDER = "neither a folder nor a .zip archive of submissions"
 
 # notes in a student's result
 GRADED_FILE = "{exercise}: graded {label}"
@@ -58,4 +69,9 @@ NOTEBOOK_SHADOWED = "ignored the notebook {name}: every exercise it could give a
 NOTEBOOK_NOTE = "{name}: {note}"
 NOTHING_FOUND = "no exercise file (ex1.py .. ex4.py, or a notebook) was found in the submission"
 CANVAS_LATE = "Canvas marks this submission late"
+ID_COLLISION = (
+    "the id {id} also names {others} from another source: each is graded apart from its own files, under its own "
+    "key; check which student is which"
+)
+SUBMITTED_AT = "Gradescope: submitted at {when}"
 ALSO_SUBMITTED = "not graded: {other} ({rule})"

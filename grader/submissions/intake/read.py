@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.spec import catalogue
+from grader.spec import parse as bounded
 from grader.spec import stubs as spec_stubs
 from grader.submissions.intake import messages as msg
 from grader.submissions.intake.files import decode_source
@@ -27,13 +28,21 @@ STUBS = Path(__file__).resolve().parents[3] / "exercises"
 
 @dataclass
 class IntakeSubmission(Submission):
-    """A Submission with intake's flags: 'ambiguous', 'unreadable', 'stub', 'nothing', 'duplicate-id'."""
+    """A Submission with intake's flags ('ambiguous', 'unreadable', 'stub', 'nothing', 'duplicate-id',
+    'id-collision') and what its source says of when it came: late (Canvas), submitted_at (Gradescope)."""
 
     flags: list[str] = field(default_factory=list)
+    late: bool | None = None  # None: the source does not say
+    submitted_at: str = ""
 
     def to_dict(self) -> dict:
-        """Return what intake decided, with the flags."""
-        return {**super().to_dict(), **({"intake_flags": sorted(set(self.flags))} if self.flags else {})}
+        """Return what intake decided, with the flags and the lateness the source gives."""
+        return {
+            **super().to_dict(),
+            **({"intake_flags": sorted(set(self.flags))} if self.flags else {}),
+            **({"late": self.late} if self.late is not None else {}),
+            **({"submitted_at": self.submitted_at} if self.submitted_at else {}),
+        }
 
 
 def _normal(text: str) -> str:
@@ -85,7 +94,7 @@ def _implemented(text: str) -> int:
     import ast
 
     try:
-        tree = ast.parse(text)
+        tree = bounded.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return -1
     last = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}  # later defs win
@@ -122,9 +131,20 @@ def _rank(ex: str, f: Found) -> tuple:
     return (f.depth, f.name.rsplit("/", 1)[-1] != f"{ex}.py", f.name)
 
 
-def choose(name: str, gathered: Gathered, identity: dict | None = None, notes=()) -> IntakeSubmission:
+def choose(
+    name: str,
+    gathered: Gathered,
+    identity: dict | None = None,
+    notes=(),
+    *,
+    flags=(),
+    late: bool | None = None,
+    submitted_at: str = "",
+) -> IntakeSubmission:
     """Pick one source per exercise from the gathered files, saying in the notes what was graded and why."""
     sub = IntakeSubmission(name, identity=dict(identity or {}), notes=list(notes) + list(gathered.notes))
+    sub.flags += list(flags)  # what discovery found: duplicate-id, id-collision
+    sub.late, sub.submitted_at = late, submitted_at
     if "claimed_sid" in sub.identity:  # another Gradescope folder names the same student (discover._contested)
         sub.flags.append("duplicate-id")
     stubs = stub_texts()
