@@ -109,7 +109,7 @@ def test_overlap_counts_what_copydetects_compare_files_counts(klass):
     from copydetect import compare_files
 
     root, ids, *_ = klass
-    _, prints = similarity.fingerprint_class(_sources(root, ids))
+    _, prints, _ = similarity.fingerprint_class(_sources(root, ids))
     checked = sharing = 0
     for name in prints["copier"]:
         fps = [prints[s][name] for s in ids if name in prints[s] and prints[s][name].token_coverage]
@@ -124,7 +124,7 @@ def test_overlap_counts_what_copydetects_compare_files_counts(klass):
 def test_the_class_totals_give_every_pairs_own_score(klass):
     root, ids, *_ = klass
     sources = _sources(root, ids)
-    chunks, prints = similarity.fingerprint_class(sources)
+    chunks, prints, _ = similarity.fingerprint_class(sources)
     students = sorted(sources)
     brute = {
         (a, b): similarity._compare(a, b, prints[a], prints[b], chunks)
@@ -184,3 +184,24 @@ def test_a_student_slow_to_read_is_left_out_of_the_comparison_alone(tmp_path, mo
     assert "indep05" in _similarity({"similarity": found}, {}) and "could not finish" in _similarity(
         {"similarity": {"error": "RuntimeError: boom"}}, {}
     )
+
+
+def test_overlap_of_long_functions_counts_what_compare_files_counts():
+    import random
+
+    from copydetect import compare_files
+
+    rng = random.Random(3)
+
+    def long_function():
+        lines = [
+            f"    x{j} = a[{rng.randrange(4)}] * b[{rng.randrange(4)}] + c.sum({rng.randrange(3)})" for j in range(80)
+        ]
+        return similarity._fingerprint("def f(a, b, c):\n" + "\n".join(lines) + "\n")
+
+    fps = [long_function() for _ in range(4)]
+    assert all(len(fp.filtered_code) > similarity.MASK_CHARS for fp in fps)  # the path without cached masks
+    for x in fps:
+        for y in fps:
+            tokens, sims, _ = compare_files(x, y)
+            assert similarity.overlap(x, y) == (tokens, sims)

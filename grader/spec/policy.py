@@ -9,7 +9,10 @@
 
     [gradescope]
     visibility = "visible"                # the lecture-geometry tests and the summary
-    hidden_visibility = "after_due_date"  # the hidden-geometry tests, which carry the points
+    hidden_visibility = "after_published"  # the hidden-geometry tests, which carry the points
+
+    [similarity]
+    base = ["lecture.ipynb", "given.py"]  # code every student may start from: never evidence of copying
 
 Every key is optional; a missing one keeps the grader's default. Unknown keys and bad values are errors that
 name the key, the value and the file.
@@ -37,8 +40,9 @@ LEVELS = ("diagnose", "hint", "full")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_LEVEL = "diagnose"
 MIN_SECRET_CHARS = 12
-_TOP_KEYS = ("level", "secret", "points", "gradescope")
+_TOP_KEYS = ("level", "secret", "points", "gradescope", "similarity")
 _GRADESCOPE_KEYS = ("visibility", "hidden_visibility")
+_SIMILARITY_KEYS = ("base",)
 
 
 _LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # every Policy alive, by id: a child wipes them
@@ -65,14 +69,16 @@ class Policy:
 
     points: {"ex1.dC": 2.0, "ex1": 26.0, ...}, item ids and exercise totals as written in course.toml.
     secret: draws the hidden second geometry and its seeds; None draws a fresh one per run (see fixture.py).
+    similarity_base: absolute paths of the base code the similarity check ignores; never written by to_toml.
     """
 
     points: dict = field(default_factory=dict)
     level: str = DEFAULT_LEVEL
     secret: str | None = field(default=None, repr=False)
     visibility: str = "visible"
-    hidden_visibility: str = "after_due_date"
+    hidden_visibility: str = "after_published"  # the points, shown once grades are published
     source: str = ""  # the file it was read from, for messages
+    similarity_base: tuple = ()
 
     def __post_init__(self):
         _LIVE[id(self)] = self
@@ -115,6 +121,18 @@ class Policy:
             f"hidden_visibility = {json.dumps(self.hidden_visibility)}",
         ]
         return "\n".join(lines) + "\n"
+
+    def describe(self) -> dict:
+        """Return what the run used, for summary.json and the line a batch starts with (never the secret itself)."""
+        return {
+            "course_toml": Path(self.source).name if self.source else None,  # its contents: the fingerprint
+            "level": self.level,
+            "points": dict(self.points),
+            "secret": "from course.toml" if self.secret is not None else "random for this run (set one to grade)",
+            "visibility": self.visibility,
+            "hidden_visibility": self.hidden_visibility,
+            "fingerprint": self.fingerprint(),
+        }
 
     def fingerprint(self) -> str:
         """Return a short hash of everything that changes a grade (the secret only as a hash)."""
@@ -167,9 +185,29 @@ def from_dict(raw: dict, source: str = FILENAME) -> Policy:
         level=level,
         secret=secret,
         visibility=gs.get("visibility", "visible"),
-        hidden_visibility=gs.get("hidden_visibility", "after_due_date"),
+        hidden_visibility=gs.get("hidden_visibility", "after_published"),
         source=source,
+        similarity_base=_similarity_base(raw.get("similarity", {}), source),
     )
+
+
+def _similarity_base(table, source: str) -> tuple:
+    """Validate the [similarity] table; return its base files as absolute paths, relative ones from source's folder."""
+    if not isinstance(table, dict):
+        raise PolicyError(f"{source}: similarity must be a table ([similarity]), not {table!r}")
+    for key in table:
+        if key not in _SIMILARITY_KEYS:
+            raise PolicyError(f"{source}: unknown key 'similarity.{key}' (known: {', '.join(_SIMILARITY_KEYS)})")
+    base = table.get("base", [])
+    if not isinstance(base, list) or not all(isinstance(p, str) and p.strip() for p in base):
+        raise PolicyError(f"{source}: similarity.base = {base!r} is not a list of file paths")
+    paths = []
+    for p in base:
+        path = (Path(source).parent / p).resolve()
+        if not path.is_file():
+            raise PolicyError(f"{source}: similarity.base names {p!r}, which is not a file ({path})")
+        paths.append(str(path))
+    return tuple(paths)
 
 
 def _points(table, source: str) -> dict:

@@ -52,6 +52,8 @@ def write_outputs(
     similarity: bool | dict = True,
     canvas_assignment: str | None = None,
     sandbox: dict | None = None,
+    grader_failed: list[str] = (),
+    policy: dict | None = None,
 ) -> dict:
     """Write gradebook.csv, canvas.csv, summary.json and report.html for graded students; return the summary.
 
@@ -63,6 +65,10 @@ def write_outputs(
     summary = summarize(students, skipped, stale)
     if sandbox is not None:  # which walls the sandbox had on this machine (jail.Protections)
         summary["sandbox"] = sandbox
+    if policy is not None:  # the course policy the run used (spec.policy.Policy.describe)
+        summary["policy"] = policy
+    if grader_failed:  # the grader, not the student, failed: no score for them (grade again with --resume)
+        summary["grader_failed"] = sorted(grader_failed)
     if isinstance(similarity, dict):
         summary["similarity"] = similarity
     elif similarity:
@@ -79,8 +85,11 @@ def _write_text(path: Path, text: str) -> None:
     path.write_text(shown(text), encoding="utf-8")
 
 
-def class_similarity(entries) -> dict:
-    """Read every entry's files and compare the class function by function (summary.json's "similarity")."""
+def class_similarity(entries, base=()) -> dict:
+    """Read every entry's files and compare the class function by function (summary.json's "similarity").
+
+    base: the course's base files (course.toml's [similarity] base), whose code is never evidence.
+    """
     from grader.classroom import deadline
     from grader.classroom.reports.similarity import compare_class
     from grader.submissions.intake import read_entry
@@ -93,9 +102,9 @@ def class_similarity(entries) -> dict:
         except (Exception, deadline.GradingTooLong):  # noqa: BLE001 - never the class's comparison
             unread.append(e.student)
     try:
-        compared = compare_class(sources).to_dict()
+        compared = compare_class(sources, base).to_dict()
     except Exception as exc:  # noqa: BLE001 - a comparison must never cost the class its gradebook
         compared = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    if unread:
-        compared["not_compared"] = unread
+    if unread:  # with those the comparison itself left out (too large, too deep), each with its reason
+        compared["not_compared"] = sorted(set(unread) | set(compared.get("not_compared") or []))
     return compared

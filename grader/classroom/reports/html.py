@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 from grader.classroom.deadline import SIMILARITY_READ
 from grader.classroom.reports.tables import exercise_scores
@@ -48,7 +49,7 @@ th[aria-sort=ascending] button::after{content:" \\25B2"}th[aria-sort=descending]
 .st-timeout{color:#ef6c00;font-weight:bold}.st-not_attempted{color:#888}.flag{background:#fff3e0;border-radius:3px;
 padding:0 4px;margin-right:3px;font-size:90%}pre{background:#f6f8fa;padding:6px;overflow:auto;font-size:85%;margin:0}
 .side{display:grid;grid-template-columns:1fr 1fr;gap:8px}.student{border-top:2px solid #ccc;margin-top:1.5em}
-nav a{margin-right:1em}
+nav a{margin-right:1em}pre mark.shared{background:#fff59d}
 """
 
 SCRIPT = """
@@ -78,6 +79,20 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
 
 def _e(text) -> str:
     return html.escape(str(text), quote=True)
+
+
+_LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|\Z)")  # a line as Python counts them, as similarity.py numbers them
+
+
+def _marked(code: str, lines) -> str:
+    """Return code escaped for a <pre>, the given lines (from 1) in <mark class="shared">."""
+    marked, out = set(lines or ()), []
+    for k, m in enumerate(_LINE.finditer(code), 1):
+        if not m.group(0):
+            break
+        text, end = m.groups()
+        out.append((f'<mark class="shared">{_e(text)}</mark>' if k in marked and text else _e(text)) + _e(end))
+    return "".join(out)
 
 
 def _num(x) -> str:
@@ -229,28 +244,38 @@ def _similarity(summary: dict, anchors: dict) -> str:
     sim = summary.get("similarity")
     if sim is None:
         return "<p>Not run (--no-similarity).</p>"
-    left_out = sim.get("not_compared") or []
+    reasons = sim.get("not_compared_reasons") or {}
+    left_out = sorted(set(sim.get("not_compared") or []) | set(reasons))
+    slow = f"its files took longer than {SIMILARITY_READ:g} s to read"
     note = (
-        f"<p>Not compared (their files took longer than {SIMILARITY_READ:g} s to read): "
-        f"{_links(left_out, anchors)}.</p>"
+        '<p id="not-compared">Not compared: '
+        + "; ".join(f"{_link(s, anchors)} ({_e(reasons.get(s, slow))})" for s in left_out)
+        + ".</p>"
         if left_out
         else ""
     )
     if "error" in sim:
         return f"<p>The similarity check could not finish: {_e(sim['error'])}</p>" + note
+    base = (sim.get("settings") or {}).get("base") or []
+    removed = "stub text" + (f", the course's base code ({_e(', '.join(base))})" if base else "")
     intro = note + (
-        f"<p>{sim['compared_pairs']} pairs compared with copydetect, function by function, stub text and "
+        f"<p>{sim['compared_pairs']} pairs compared with copydetect, function by function, {removed} and "
         f"fingerprints common to the class removed; highest pair score {sim['max_pair_score']}; pairs at or above "
         f"{sim['settings']['threshold']} are listed.</p>"
     )
     if not sim["pairs"]:
         return intro + "<p>No suspicious pair.</p>"
     groups = "".join(f"<li>{_links(g, anchors)}</li>" for g in sim.get("groups") or [])
-    blocks = [f'<p>Groups of students linked by the pairs below:</p><ul id="similar-groups">{groups}</ul>']
+    blocks = [
+        f'<p>Groups of students linked by the pairs below:</p><ul id="similar-groups">{groups}</ul>'
+        '<p>In each function shown side by side, the <mark class="shared">marked lines</mark> hold code the two '
+        "share.</p>"
+    ]
     for p in sim["pairs"]:
         funcs = "".join(
-            f'<h4>{_e(f["function"])}: {f["similarity"]:.0%}</h4><div class="side"><pre>{_e(f["code_a"])}</pre>'
-            f"<pre>{_e(f['code_b'])}</pre></div>"
+            f'<h4>{_e(f["function"])}: {f["similarity"]:.0%}</h4><div class="side">'
+            f"<pre>{_marked(f['code_a'], f.get('lines_a'))}</pre><pre>{_marked(f['code_b'], f.get('lines_b'))}</pre>"
+            "</div>"
             for f in p["functions"]
         )
         blocks.append(
