@@ -10,13 +10,20 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
-from grader.grading import traps
+from grader.grading import runner, traps
+from grader.grading.results import ItemResult, SubmissionResult
 from grader.grading.runner import grade
+from grader.show import table
+from grader.spec import catalogue
+from grader.truth import fixture
+from grader.truth.corpus import ITOS
 from tests.conftest import CORPUS, with_snippet
 
 CASES = sorted(CORPUS.glob("ex*/*.py"))
@@ -47,6 +54,8 @@ def test_corpus_case(case: Path, tmp_path):
     assert item.message or status == "passed"
     if "uses-autograd" not in item.traps:  # that one quotes the student's own call, which gives nothing away
         assert not FORMULA.search(item.message), item.message  # grade's default level is diagnose: no answer line
+        if item.traps:  # ... and no fix either: what is wrong and where, the fix is for hint
+            assert not FIX.search(item.message), (FIX.search(item.message), item.message)
     for t in item.traps:  # every trap message the student sees comes from the catalogue
         assert t in traps.TRAPS
     for other in result.items:
@@ -73,6 +82,33 @@ def test_every_trap_is_pinned_in_two_styles():
 # fragments of code or algebra: a power, a matmul, a transpose, a product or quotient of names, an assignment or
 # augmented assignment, a call, an index
 FORMULA = re.compile(r"\*\*|@|\.T\b|\w\s[*/]\s\w|\b\w{1,2}[*/]\w|[-+*/]=|(?<![<>=!])=(?!=)|\w\(|\w\[")
+
+
+# a sentence (or clause) that starts by telling the student what to do: the fix, which diagnose leaves to hint
+FIX = re.compile(
+    r"(?:^|[.:;]\s+)(add|keep|work on|accumulate|remove|create|take|let|use|write|fix|give|expand|do not|subtract"
+    r"|divide|replace|check|look for|make|return|start|sum|drop)\b",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.parametrize(
+    "fix",
+    [
+        "Accumulate the contribution of every lookup.",
+        "hpreact; write it with tanh's output h",
+        "Keep the eps wherever you use the variance.",
+        "Add the gradient that arrives through counts_sum",
+        "Do not keep the summed dimension.",
+    ],
+)
+def test_fix_pattern_catches_the_old_diagnose_fixes(fix):
+    assert FIX.search(fix)
+
+
+def test_diagnose_texts_of_every_trap_hold_no_fix():
+    for trap in traps.TRAPS.values():
+        assert not FIX.search(trap.diagnose), (trap.id, FIX.search(trap.diagnose), trap.diagnose)
 
 
 @pytest.mark.parametrize(
@@ -180,3 +216,116 @@ def test_compare_checks_broadcasting_by_hand_without_sympy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "False", "False", "False"]  # torch.broadcast_shapes would import sympy
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the honest student is never hurt: every message true, precise, and at diagnose without the fix
+
+
+def test_missing_one_hot_term_is_located_at_each_rows_label(tmp_path):
+    item = _item(tmp_path, "ex2", "no_minus_one.py", "ex2.dlogits")
+    yb = fixture.build(fixture.PRIMARY).Yb
+    lead = traps.TRAPS["label-entries"].diagnose.split("{count}")[0]
+    assert item.traps == ["label-entries"] and item.message.startswith(lead + f"all {yb.numel()} rows: ")
+    for r in range(3):  # which entry, by row and label
+        assert f"row {r} at column {int(yb[r])} ('{ITOS[int(yb[r])]}')" in item.message
+    assert "Correct except" not in item.message and "entries differ" not in item.message
+    assert "-1" not in item.message and "1/n" not in item.message  # the formula waits for hint
+    hint = _item(tmp_path, "ex2", "no_minus_one.py", "ex2.dlogits", level="hint")
+    assert traps.pick(traps._ONE_HOT_HINTS["missing"], "hint").split(" = ")[0] in hint.message
+
+
+@pytest.mark.parametrize(
+    ("exercise", "case", "item_id", "trap"),
+    [
+        ("ex3", "closed_form_bessel_inverted.py", "ex3.dhprebn", "bessel-inverted"),
+        ("ex4", "bn_bessel_inverted.py", "ex4.dW1", "bessel-inverted"),
+        ("ex3", "mean_form_mean_over_n_minus_1.py", "ex3.dhprebn", "mean-divisor"),
+        ("ex4", "bn_mean_divisor.py", "ex4.dW1", "mean-divisor"),
+        ("ex3", "closed_form_sum_dim1.py", "ex3.dhprebn", "reduced-wrong-dim"),
+        ("ex3", "mean_form_mean_dim1.py", "ex3.dhprebn", "reduced-wrong-dim"),
+    ],
+)
+def test_batchnorm_slips_are_named(tmp_path, exercise, case, item_id, trap):
+    item = _item(tmp_path, exercise, case, item_id)
+    template = traps.TRAPS[trap].diagnose
+    lead = template.split("}", 1)[1].split("{")[0]  # the words after the first detail
+    assert item.traps == [trap] and lead in item.message, item.message
+    assert "entries differ" not in item.message
+
+
+def test_n_over_n_minus_1_in_front_is_named(tmp_path):
+    item = _item(tmp_path, "ex3", "closed_form_front_n_minus_1.py", "ex3.dhprebn")
+    label, advice = traps._name_factor(32 / 31, 32)
+    assert item.traps == ["scaled"] and label in item.message and traps.pick(advice, "diagnose") in item.message
+
+
+def test_ex4_tanh_preact_names_only_the_items_that_fail_with_it(tmp_path):
+    sub = with_snippet(tmp_path, "ex4", (CORPUS / "ex4" / "tanh_preact.py").read_text())
+    items = {i.name: i for i in grade(sub, ["ex4"]).items}
+    failing = [k for k, i in items.items() if "tanh-preact" in i.traps]
+    assert items["db1"].status == "passed" and set(failing) == {"dC", "dW1", "dbngain", "dbnbias"}
+    lead = traps.TRAPS["tanh-preact"].diagnose.split("{where}")[0]
+    for name in failing:
+        message = items[name].message
+        assert message.startswith(lead) and f"It reaches {name} through dhpreact." in message
+        assert all(other in message for other in failing) and "db1" not in message, message
+
+
+def test_ex4_autograd_is_said_once_with_the_students_line(tmp_path):
+    sub = with_snippet(tmp_path, "ex4", (CORPUS / "ex4" / "uses_autograd.py").read_text())
+    result = grade(sub, ["ex4"])
+    assert [len(p["items"]) for p in result.problems] == [8]  # one problem for the whole call
+    text = table.table(result, color=False)
+    said = traps.TRAPS["uses-autograd"].diagnose.split("{calls}")[0]
+    assert text.count(said) == 1
+    line = next(k for k, s in enumerate(sub.joinpath("ex4.py").read_text().splitlines(), 1) if "requires_grad_" in s)
+    assert f"Tensor.requires_grad_() at line {line}: `params = " in " ".join(text.split())
+
+
+def test_asking_for_its_own_gradient_is_said_so(tmp_path):
+    sub = with_snippet(tmp_path, "ex1", (CORPUS / "ex1" / "dprobs_asks_for_dprobs.py").read_text())
+    item = {i.id: i for i in grade(sub, ["ex1"], only=["dprobs"]).items}["ex1.dprobs"]
+    call = next(c for c in catalogue.CALLS["ex1"] if c.function == "dprobs")
+    assert item.status == "error" and item.message == runner.own_gradient(call, "dprobs")
+    assert "the very gradient it must compute" in item.message and "comes later" not in item.message
+
+
+@pytest.mark.parametrize(
+    ("case", "item_id", "fill"),
+    [
+        ("db1_sum_wrong_dim.py", "ex1.db1", {"noun": "a sum", "e": 1, "d": 0, "var": "b1"}),
+        ("dbngain_mean_dim1.py", "ex1.dbngain", {"noun": "a mean", "e": 1, "d": 0, "var": "bngain"}),
+    ],
+)
+def test_a_sum_over_the_wrong_dimension_is_named(tmp_path, case, item_id, fill):
+    item = _item(tmp_path, "ex1", case, item_id)
+    said = traps.WRONG_DIM["diagnose"].format(**fill, along=traps._ALONG[fill["d"]])
+    assert item.traps == ["shape-mismatch"] and item.message.endswith(said), item.message
+    assert "do not match either" not in item.message
+
+
+def test_the_dtype_message_says_where_float64_comes_from(tmp_path):
+    item = _item(tmp_path, "ex2", "numpy_float64.py", "ex2.dlogits")
+    assert item.status == "error" and item.message == runner.wrong_dtype(torch.float64)
+    assert runner.DTYPE_ORIGIN["float64"] in item.message
+    # what the message claims, checked with torch
+    assert torch.tensor(1.5).dtype == torch.tensor([1.5, 2.0]).dtype == torch.float32  # Python floats: float32
+    assert torch.tensor(np.ones(3)).dtype == torch.from_numpy(np.ones(3)).dtype == torch.float64  # numpy: float64
+    with warnings.catch_warnings():  # numpy 2 warns about torch's __array_wrap__, not about the result
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert (torch.ones(3) + np.ones(3)).dtype == torch.float64
+    assert (torch.ones(3) * torch.tensor(2.0, dtype=torch.float64)).dtype == torch.float32  # 0-dim: no promotion
+    assert (torch.ones(3) * torch.ones(3, dtype=torch.float64)).dtype == torch.float64
+
+
+def _result(*statuses) -> SubmissionResult:
+    return SubmissionResult("s", [ItemResult(f"ex1.d{k}", "ex1", f"d{k}", s, [1], 1.0) for k, s in enumerate(statuses)])
+
+
+def test_the_score_line_counts_in_a_fixed_order_with_plurals():
+    assert list(table.SUMMARY_COUNTS) == ["passed", "failed", "error", "timeout", "not_attempted"]
+    line = table.summary_line(_result("error", "not_attempted", "error", "timeout", "failed", "passed"))
+    assert line == "score 1/6: 1 passed, 1 failed, 2 errors, 1 timed out, 1 not attempted"
+    assert table.summary_line(_result(*["error"] * 26)) == "score 0/26: 26 errors"
+    assert table.summary_line(_result("error", "passed")) == "score 1/2: 1 passed, 1 error"

@@ -151,6 +151,7 @@ class Session:
         sent, self.sent = self.sent, None
         if self.worker is None or not self.worker.alive:  # the first, or a restart after a crash or a hang
             self.close()
+            reap(wait=True)  # a new child starts only once the old one is gone: nothing of it overlaps
             self.starts += 1
             self.worker = Worker(self.limits)
             sent = None
@@ -290,6 +291,14 @@ def _at(err: dict) -> str:
     return err.get("where") or f"line {err['line']}"
 
 
+def _autograd_at(out: Outcome) -> str:
+    """Return where the student's code reached autograd (' at line 7: `loss.backward()`'), or '' if not known."""
+    err = out.error or {}
+    if err.get("type") != "AutogradForbidden" or not err.get("line"):
+        return ""
+    return f" at {_at(err)}" + (f": `{err['code']}`" if err.get("code") else "")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -332,6 +341,7 @@ def grade(
             session.prestart([ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems])
             # read, not run: the scan fills the wait for the truth
             flags = [f.to_dict() for ex in sorted(sources) for f in internals.scan(ex, sources[ex].text)]
+            numeric = [f.to_dict() for ex in sorted(sources) for f in internals.numeric(ex, sources[ex].text)]
             catalogue.build_fixtures(calls, data, started)
             for ex in catalogue.EXERCISES:
                 ex_calls = [c for c in calls if c.exercise == ex]
@@ -341,8 +351,11 @@ def grade(
             session.close_all()
             reap(wait=True)
     result = SubmissionResult(name or submission.name, items)
-    if flags:
-        result.extra["flags"] = {"private_internals": flags}
+    if flags or numeric:
+        result.extra["flags"] = {
+            **({"private_internals": flags} if flags else {}),
+            **({"numeric_differentiation": numeric} if numeric else {}),
+        }
     policy.apply(result)  # points per item and exercise
     return conclude(result, level)
 
@@ -445,6 +458,8 @@ def _bind(call: catalogue.Call, info: dict, fx: fixture.Fixture) -> tuple[str | 
             names.append(name)
         elif p.get("default"):
             continue
+        elif name in {i.name for i in call.items}:
+            return own_gradient(call, name), []
         elif call.exercise == "ex1" and name in fx.truth:
             return (
                 f"`{call.function}` asks for `{name}`, a gradient that comes later in backprop order, so it is "
@@ -480,6 +495,15 @@ def _pick(out: Outcome, call: catalogue.Call, item: catalogue.Item) -> Outcome:
             output=out.output,
         )
     return Outcome(value=value[item.name], mutated=out.mutated, autograd=out.autograd, output=out.output)
+
+
+def own_gradient(call: catalogue.Call, name: str) -> str:
+    """Return what to tell a student whose function asks for a gradient it must compute itself."""
+    what = "the very gradient it must compute" if len(call.items) == 1 else "one of the gradients it must compute"
+    return (
+        f"`{call.function}` asks for `{name}`, {what}: the grader cannot pass a function its own answer. "
+        f"Available gradients: {', '.join(call.grads) or 'none'}."
+    )
 
 
 def not_a_dict(kind: str) -> str:
@@ -581,11 +605,31 @@ def _tensor_problem(out: Outcome, item, expected) -> str | None:
     if not isinstance(value, Returned):
         return f"Returned nothing usable; return a torch.Tensor of shape {shape}."
     if value.tensor.dtype != torch.float32:
-        return (
-            f"Returned a tensor of dtype {str(value.tensor.dtype).removeprefix('torch.')}; gradients of this "
-            f"float32 model are float32 (avoid .double(), integer tensors and torch.tensor() of Python floats)."
-        )
+        return wrong_dtype(value.tensor.dtype)
     return None
+
+
+# where a gradient of another dtype comes from, checked with torch 2: torch.tensor of Python floats is float32, of a
+# numpy array or a numpy float64 float64; a float32 tensor plus a numpy array is float64; a float32 tensor times a
+# 0-dim float64 tensor or a numpy float64 stays float32, times a (3,) float64 tensor is float64
+DTYPE_ORIGIN = {
+    "float64": "A float64 tensor comes from numpy (its arrays and numbers are float64, and so is a tensor made from "
+    "one, or added to a numpy array), from .double or torch.float64 asked for by name, or from arithmetic with "
+    "another float64 tensor that has dimensions. Python floats, and tensors made from them, are float32.",
+    "float16": "A float16 tensor comes from .half or a dtype asked for by name.",
+    "bfloat16": "A bfloat16 tensor comes from .bfloat16 or a dtype asked for by name.",
+    "integer": "An integer tensor comes from integers (Xb, Yb, an arange, a list of ints, or a zeros_like of one of "
+    "them) that no float arithmetic ever touched.",
+    "bool": "A bool tensor comes from a comparison.",
+}
+
+
+def wrong_dtype(dtype: torch.dtype) -> str:
+    """Return what to tell a student whose gradient is not float32, and where such a dtype comes from."""
+    name = str(dtype).removeprefix("torch.")
+    kind = "bool" if dtype == torch.bool else name if dtype.is_floating_point or dtype.is_complex else "integer"
+    origin = DTYPE_ORIGIN.get(kind, "")
+    return f"Returned a tensor of dtype {name}; gradients of this float32 model are float32. {origin}".strip()
 
 
 def judge(item: catalogue.Item, out_a: Outcome, out_b: Outcome, fx_a, fx_b) -> ItemResult:
@@ -596,7 +640,9 @@ def judge(item: catalogue.Item, out_a: Outcome, out_b: Outcome, fx_a, fx_b) -> I
     )
     findings: list[traps.Finding] = []
     if out_a.autograd:
-        findings.append(traps.finding("uses-autograd", calls=", ".join(out_a.autograd)))
+        findings.append(traps.finding("uses-autograd", calls=", ".join(out_a.autograd), at=_autograd_at(out_a)))
+        if item.exercise == "ex4":  # one call gives all of Ex4's gradients: said once, above the table
+            result.scope = "call"
         return _finish(result, "failed", findings)
     if out_a.failure or out_a.error:
         status, result.message = _failure_message(out_a, f"running `{item.exercise}.{_function(item)}`")
@@ -615,7 +661,7 @@ def judge(item: catalogue.Item, out_a: Outcome, out_b: Outcome, fx_a, fx_b) -> I
     result.shape, result.exact, result.approx, result.maxdiff = list(value.shape), c.exact, c.approx, c.maxdiff
     result.value, result.truth = value, truth
     if returned.requires_grad or returned.grad_fn:
-        findings.append(traps.finding("uses-autograd", calls="a tensor that requires grad (autograd was on)"))
+        findings.append(traps.finding("uses-autograd", calls="a tensor that requires grad (autograd was on)", at=""))
     if out_a.mutated:
         names = sorted(out_a.mutated)
         findings.append(traps.finding("mutates-input", names=", ".join(names), first=names[0]))
@@ -721,6 +767,7 @@ def render(result: ItemResult, level: str) -> ItemResult:
 
 def conclude(result: SubmissionResult, level: str = traps.DEFAULT_LEVEL) -> SubmissionResult:
     """Render every message at a level, and say once what failed for a whole file or a whole call."""
+    traps.link(result.items)
     for item in result.items:
         render(item, level)
     seen: dict[tuple, dict] = {}
@@ -752,7 +799,9 @@ def judge_training(item: catalogue.Item, steps: list[Outcome], fx, hidden=None, 
         return result
     autograd = sorted({c for out in hidden for c in out.autograd})
     if autograd:
-        return _finish(result, "failed", [traps.finding("uses-autograd", calls=", ".join(autograd))])
+        at = next((_autograd_at(out) for out in hidden if out.autograd), "")
+        result.scope = "call"
+        return _finish(result, "failed", [traps.finding("uses-autograd", calls=", ".join(autograd), at=at)])
     how = _training_second(hidden, fx_b)
     result.hidden = "failed" if how else "passed"
     return _finish(result, "failed", [traps.finding("hardcoded-size", how=how)]) if how else result
@@ -784,7 +833,9 @@ def _judge_steps(item: catalogue.Item, steps: list[Outcome], fx) -> ItemResult:
         truth = fx.steps[k][1]
         result.output = out.output
         if out.autograd:
-            return _finish(result, "failed", [traps.finding("uses-autograd", calls=", ".join(out.autograd))])
+            result.scope = "call"  # the same call as the gradients': said once, above the table
+            finding = traps.finding("uses-autograd", calls=", ".join(out.autograd), at=_autograd_at(out))
+            return _finish(result, "failed", [finding])
         if out.failure or out.error or not isinstance(out.value, dict):
             if not (out.failure or out.error):
                 kind = out.value.type_name if isinstance(out.value, Opaque) else "torch.Tensor"

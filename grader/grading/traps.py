@@ -43,7 +43,7 @@ def pick(text, level: str) -> str:
 class Trap:
     """A known bug: its id (part of the JSON contract) and what a student may be told about it, by level.
 
-    diagnose: what is wrong and where, never a formula or an answer line (the default for students).
+    diagnose: what is wrong and where, never a fix, a formula or an answer line (the default for students).
     hint: also how to fix it, naming the code. full: the hint followed by the explanation.
     explain: the longer explanation, which may hold the answer line; concept: the same without any formula.
     --hints adds concept at diagnose and explain at hint (at full it is already part of the message).
@@ -76,7 +76,7 @@ TRAPS: dict[str, Trap] = {
             "dC-repeated-rows",
             "Rows of C that this batch looks up more than once are wrong: {rows}. Rows looked up exactly once "
             "are right. Each lookup of a row sends it a gradient and all of them must be added up; your update "
-            "keeps only one of them. Accumulate the contribution of every lookup.",
+            "keeps only one of them.",
             "Rows of C that this batch looks up more than once are wrong: {rows}. Rows looked up exactly once "
             "are right. Each lookup of a row sends it a gradient and all of them must be added up; an indexed "
             "in-place update (`dC[Xb] += demb`, `dC[ix] = ...` in a loop, index_put_ without accumulate) keeps "
@@ -97,8 +97,8 @@ TRAPS: dict[str, Trap] = {
         Trap(
             "dcounts-one-path",
             "counts is used twice in the forward pass (by probs and by counts_sum), but your dcounts only has "
-            "{present}. Add the gradient that arrives through {missing}: a variable used twice receives the sum "
-            "of both contributions.",
+            "{present}: the gradient that arrives through {missing} is missing, and a variable used twice "
+            "receives the sum of both contributions.",
             "counts is used twice in the forward pass (probs = counts * counts_sum_inv, and "
             "counts_sum = counts.sum(1)), but your dcounts only has {present}. Add the gradient that arrives "
             "through {missing}: a variable used twice receives the sum of both contributions.",
@@ -112,7 +112,7 @@ TRAPS: dict[str, Trap] = {
         Trap(
             "dbndiff-one-path",
             "bndiff is used twice in the forward pass (by bnraw, and by bndiff2 on the way to the variance), but "
-            "your gradient only has {present}. Add the gradient that arrives through {missing}.",
+            "your gradient only has {present}: the gradient that arrives through {missing} is missing.",
             "bndiff is used twice in the forward pass (bnraw = bndiff * bnvar_inv, and bndiff2 = bndiff**2 "
             "which leads to the variance), but your gradient only has {present}. Add the gradient that arrives "
             "through {missing}.",
@@ -126,7 +126,7 @@ TRAPS: dict[str, Trap] = {
         Trap(
             "dhprebn-one-path",
             "hprebn is used twice in the forward pass (by bndiff, and by the batch mean bnmeani), but your "
-            "gradient only has {present}. Add the gradient that arrives through {missing}.",
+            "gradient only has {present}: the gradient that arrives through {missing} is missing.",
             "hprebn is used twice in the forward pass (bndiff = hprebn - bnmeani, and bnmeani = mean of hprebn), "
             "but your gradient only has {present}. Add the gradient that arrives through {missing}.",
             "Every element of hprebn influences the loss directly (through bndiff) and through the batch mean "
@@ -141,8 +141,7 @@ TRAPS: dict[str, Trap] = {
             "Passes, but your dlogits does not add the path through logit_maxes at each row's max entry (it skips "
             "it, or adds it elsewhere; the row max takes one entry per row). "
             "Its contribution is almost exactly zero, because subtracting the row max only guards the "
-            "exponential against overflow and cannot change the probabilities, so the check passes. For a "
-            "complete atomic backward, add that path's gradient at each row's max position.",
+            "exponential against overflow and cannot change the probabilities, so the check passes.",
             "Passes, but your dlogits does not add the path through logit_maxes at each row's max entry (it "
             "skips it, or adds it elsewhere; logits.max(1) takes one entry per row). Its contribution is almost "
             "exactly zero, because subtracting the row max only guards exp() "
@@ -159,8 +158,8 @@ TRAPS: dict[str, Trap] = {
         Trap(
             "dlogits-max-broadcast",
             "Passes, but your dlogits adds dlogit_maxes to every entry of each row (a broadcast), in rows {rows}. "
-            "The max of a row uses only one entry of it, so this path's gradient belongs at that row's max "
-            "position and nowhere else. The check passes only because this gradient is almost exactly zero.",
+            "The max of a row uses only one entry of it, so the entries off each row's max receive a gradient "
+            "through it that they should not. The check passes only because this gradient is almost exactly zero.",
             "Passes, but your dlogits adds dlogit_maxes to every entry of each row (a broadcast), in rows {rows}. "
             "The max of a row uses only one entry of it, so this path's gradient belongs at that row's max "
             "position and nowhere else: add dlogit_maxes times a one-hot of logits.max(1).indices. The check "
@@ -177,7 +176,7 @@ TRAPS: dict[str, Trap] = {
         Trap(
             "bessel",
             "Off by the constant factor {ratio}: {where}. The forward pass divides by n-1 when it computes bnvar "
-            "(Bessel's correction), so its backward divides by n-1 as well. You divided by n.",
+            "(Bessel's correction); your backward divides by n there.",
             "Off by the constant factor n/(n-1) = {factor}: {where}. The forward pass divides by n-1 when it "
             "computes bnvar (Bessel's correction), so its backward uses 1/(n-1) as well. You used 1/n.",
             "The lecture's BatchNorm uses the unbiased variance, 1/(n-1) * sum(bndiff2), in training (and so at "
@@ -189,10 +188,68 @@ TRAPS: dict[str, Trap] = {
             "divisor; with a batch of 32 the difference is only 3%, which is why this bug is easy to miss by eye.",
         ),
         Trap(
+            "bessel-inverted",
+            "{where} is too small by the factor {ratio}, Bessel's correction squared: the ratio n over n-1 that "
+            "the forward pass's division by n-1 brings into the variance's term is upside down in your backward, "
+            "as n-1 over n.",
+            "{where} is ((n-1)/n)**2 times the true one (off by {ratio}): where the variance's term carries "
+            "n/(n-1) = {factor}, from the division by n-1 in bnvar, you wrote (n-1)/n.",
+            "The variance is 1/(n-1) * sum(bndiff2), while the closed form's other terms carry the batch mean's "
+            "1/n: so its variance term is n/(n-1) * bnraw * (dhpreact * bnraw).sum(0), inside bngain * bnvar_inv / "
+            "n * (...). Writing the ratio upside down makes that term ((n-1)/n)**2 too small, about 6% with n=32, "
+            "which is easy to miss by eye.",
+            "The variance divides by n-1 and the closed form's other terms by n, so the variance's term carries the "
+            "ratio of the two, n over n-1. Written upside down, it makes that term too small by the square of the "
+            "ratio: about 6% with a batch of 32, which is easy to miss by eye.",
+        ),
+        Trap(
+            "mean-divisor",
+            "The batch mean's term of {where} is {ratio} times too large: the forward pass divides by n when it "
+            "computes the batch mean, and your backward divides that term by n-1.",
+            "The batch mean's term of {where} is n/(n-1) = {factor} times too large: the batch mean divides by n, "
+            "so its gradient gives each row 1/n of the summed incoming gradient (a .mean(0) or .sum(0) / n); you "
+            "divided by n-1, which belongs to the variance only.",
+            "BatchNorm uses two divisors: bnmeani = hprebn.sum(0) / n, and bnvar = bndiff2.sum(0) / (n-1). Each "
+            "path's backward keeps its own: the mean's term is -dbndiff.sum(0) / n on every row, the variance's "
+            "term carries 1/(n-1). Mixing them up moves almost every entry by a few percent.",
+            "BatchNorm uses two divisors: the mean divides by the batch size, the unbiased variance by one less. "
+            "Backward, each path keeps its own divisor; here the mean's term got the variance's, which moves almost "
+            "every entry by a few percent.",
+        ),
+        Trap(
+            "reduced-wrong-dim",
+            "{terms} of your dhprebn {verb} over dimension 1, giving one number per example, where BatchNorm's "
+            "batch statistics are taken over dimension 0, one number per hidden unit.",
+            "{terms} of your dhprebn {verb} over dim 1 (across each example's hidden units); BatchNorm's mean and "
+            "variance are taken over dim 0, across the batch, so every sum or mean in its backward is over dim 0 "
+            "too: .sum(0) or .mean(0, keepdim=True), not dim=1.",
+            "bnmeani and bnvar are (1, n_hidden): one statistic per hidden unit, computed along the batch. Their "
+            "backward terms are sums along the batch as well, (dhpreact * bnraw).sum(0) and dhpreact.sum(0). A "
+            "sum over dim 1 with keepdim=True is (n, 1), which still broadcasts against (n, n_hidden): nothing "
+            "raises, and every entry is wrong.",
+            "BatchNorm keeps one mean and one variance per hidden unit, taken across the batch. Their backward "
+            "terms are sums across the batch too; a sum across the hidden units of each example instead still "
+            "broadcasts to the right shape, so nothing raises and every entry is wrong.",
+        ),
+        Trap(
+            "label-entries",
+            "Wrong only at the label entries (in each row, the column of the character that comes next, Yb), in "
+            "{count}: {entries}. Every other entry is right. {how}",
+            "Wrong only at the label entries (row i, column Yb[i]), in {count}: {entries}. Every other entry is "
+            "right. {how}",
+            "The loss reads one entry per row, logprobs[range(n), Yb], so the target's one-hot vector enters the "
+            "gradient only there: dlogits = (softmax(logits) - one_hot(Yb)) / n, the lecture's "
+            "`dlogits[range(n), Yb] -= 1` before `dlogits /= n`. Leaving out the -1, or subtracting it after the "
+            "division, changes exactly those entries and nothing else.",
+            "The loss reads one entry per row, the probability given to the right next character, so the target "
+            "enters the gradient only at those entries. A mistake in the target's term changes exactly those "
+            "entries and nothing else.",
+        ),
+        Trap(
             "missing-eps",
             "BatchNorm adds a small eps (1e-5) to the variance before the inverse square root, and {where} leaves "
             "it out. It matters only where the variance is small, so most entries still match: the ones that "
-            "differ are in columns {cols}. Keep the eps wherever you use the variance.",
+            "differ are in columns {cols}.",
             "BatchNorm adds a small eps (1e-5) to the variance before the inverse square root, and {where} leaves "
             "it out. It matters only where the variance is small, so most entries still match: the ones that "
             "differ are in columns {cols}. Differentiate (bnvar + 1e-5)**-0.5, the function the forward "
@@ -217,8 +274,7 @@ TRAPS: dict[str, Trap] = {
         ),
         Trap(
             "tanh-preact",
-            "Your tanh derivative is written with tanh's input hpreact; write it with tanh's output h, which the "
-            "forward pass already computed.{where}",
+            "Your tanh derivative is written with tanh's input hpreact, in a formula that takes tanh's output.{where}",
             "The tanh derivative must be written with tanh's output: 1 - h**2, where h = tanh(hpreact). "
             "You used 1 - hpreact**2, its input.{where}",
             "d/dx tanh(x) = 1 - tanh(x)**2. The forward pass already computed tanh(hpreact) and called it h, "
@@ -243,8 +299,8 @@ TRAPS: dict[str, Trap] = {
         ),
         Trap(
             "sign-flip",
-            "Every entry has the wrong sign: your result is exactly minus the true gradient. Check the sign of "
-            "each local derivative you used, in particular after a subtraction, a negation or a logarithm.",
+            "Every entry has the wrong sign: your result is exactly minus the true gradient. The sign is lost in "
+            "one of the local derivatives you used; a subtraction, a negation or a logarithm are the usual places.",
             "Every entry has the wrong sign: your result is exactly -1 times the true gradient. Check the sign "
             "of the local derivative you used (d(a - b)/db = -1, d(-x)/dx = -1, d log(x)/dx = +1/x).",
             "A flipped sign usually comes from a subtraction in the forward pass (norm_logits = logits - "
@@ -263,8 +319,7 @@ TRAPS: dict[str, Trap] = {
         ),
         Trap(
             "transposed",
-            "Right but transposed: your result is the transpose of the true gradient. Let the shapes decide which "
-            "side each factor of the matrix product goes on, and which one is transposed.",
+            "Right but transposed: your result is the transpose of the true gradient.",
             "Right but transposed: your result is the transpose of the true gradient. For out = A @ B, "
             "dA = dout @ B.T and dB = A.T @ dout; let the shapes tell you which side each factor goes on.",
             "Matrix-product gradients are easiest to get from the shapes: dA must have A's shape, and only one "
@@ -275,8 +330,7 @@ TRAPS: dict[str, Trap] = {
         Trap(
             "hardcoded-size",
             "Right on the lecture's fixture, but {how} on a second batch with other sizes (another n, "
-            "block_size, n_embd, n_hidden and seed). Some size is written into your code as a number; take sizes "
-            "from the tensors and from n instead.",
+            "block_size, n_embd, n_hidden and seed). Some size is written into your code as a number.",
             "Right on the lecture's fixture, but {how} on a second batch with other sizes (another n, "
             "block_size, n_embd, n_hidden and seed). Some size is written into your code (32, 27, 64, 10, 3, "
             "200 or a range(32)); take sizes from the tensors instead (n, Xb.shape, emb.shape, C.shape, ...).",
@@ -290,7 +344,7 @@ TRAPS: dict[str, Trap] = {
             "mutates-input",
             "Your function changed its input {names} in place. Other steps of a real backward pass still read "
             "{first}, so they would see corrupted values; the grader fails this even when your returned values "
-            "are right. Work on a copy of {first} instead of updating it in place.",
+            "are right.",
             "Your function changed its input {names} in place. In a real backward pass {first} is still read by "
             "other steps, which would then see corrupted values; the grader fails this even when your returned "
             "values are right. Work on a copy: start from {first}.clone() before +=, -=, /= or index writes.",
@@ -303,9 +357,9 @@ TRAPS: dict[str, Trap] = {
         ),
         Trap(
             "uses-autograd",
-            "Your code called {calls}. The point of this exercise is to derive the gradient by hand; autograd is "
-            "what the grader compares you against. Remove it and write out the chain rule for this step.",
-            "Your code called {calls}. The point of this exercise is to derive the gradient by hand; autograd is "
+            "Your code called {calls}{at}. The point of this exercise is to derive the gradient by hand; autograd "
+            "is what the grader compares you against.",
+            "Your code called {calls}{at}. The point of this exercise is to derive the gradient by hand; autograd is "
             "what the grader compares you against. Remove it and write out the chain rule for this step.",
             "The grader runs your function with gradient tracking off and watches .backward(), "
             "torch.autograd.*, requires_grad_(), enable_grad() and torch.func. Any use fails the item.",
@@ -316,8 +370,7 @@ TRAPS: dict[str, Trap] = {
             "stale-state",
             "Step 1 matched autograd, but from step {step} on {grads} drift away. Your backward keeps something "
             "between calls (an accumulator created once at module level, a mutable default argument, or a "
-            "global), so each call builds on the last one: the forgotten zero_grad. Create every gradient from "
-            "fresh tensors inside the function.",
+            "global), so each call builds on the last one: the forgotten zero_grad.",
             "Step 1 matched autograd, but from step {step} on {grads} drift away. Your backward keeps something "
             "between calls (an accumulator created once at module level, a default argument like `cache={{}}`, "
             "or a global), so each call builds on the last one: the forgotten zero_grad. Create every gradient "
@@ -399,8 +452,7 @@ def _size_one_detail(ev: Evidence) -> dict | None:
     if v.dim() < t.dim():  # a summed dimension was dropped: keepdim is missing
         d = _unit_dims(t.shape)[0]
         return {
-            "diagnose": f"The values are right; only the summed dimension {d} (of size 1) is missing. Keep it "
-            f"when you sum, so the result has {ev.var}'s shape.",
+            "diagnose": f"The values are right; only the summed dimension {d} (of size 1) is missing.",
             "hint": f"The values are right; only the summed dimension {d} (of size 1) is missing: sum with "
             f"keepdim=True, e.g. .sum({d}, keepdim=True).",
         }
@@ -408,13 +460,12 @@ def _size_one_detail(ev: Evidence) -> dict | None:
         d = _unit_dims(v.shape)[0]
         return {
             "diagnose": f"The values are right, but your result has an extra dimension {d} of size 1 that "
-            f"{ev.var} does not have. Do not keep the summed dimension.",
+            f"{ev.var} does not have.",
             "hint": f"The values are right, but your result has an extra dimension {d} of size 1 that {ev.var} "
             f"does not have: drop keepdim=True and sum with .sum({d}).",
         }
     return {
-        "diagnose": f"The values are right, but the dimension of size 1 is in the wrong place: give the result "
-        f"{ev.var}'s shape.",
+        "diagnose": "The values are right, but the dimension of size 1 is in the wrong place.",
         "hint": f"The values are right, but the dimension of size 1 is in the wrong place: sum with keepdim=True "
         f"over the dimension {ev.var} has as 1, or use .view({ev.var}.shape).",
     }
@@ -431,11 +482,67 @@ def _summed_detail(ev: Evidence) -> dict | None:
             continue
         code = f".sum({d}, keepdim=True)" if keep else f".sum({d})"
         return {
-            "diagnose": f"The values match after summing over dimension {d}: {ev.var} was broadcast along it in "
-            f"the forward pass, so its gradient sums over it.",
+            "diagnose": f"The values match once summed over dimension {d}, along which {ev.var} was broadcast "
+            f"in the forward pass: that sum is missing.",
             "hint": f"The values match after {code}: {ev.var} was broadcast along dim {d} in the forward pass, "
             f"so its gradient sums over that dimension.",
         }
+    return None
+
+
+# variable -> (its full-shaped gradient, as if it were not broadcast, from the fixture; the dimension it was
+# broadcast along, which its gradient sums over)
+_BROADCAST = {
+    "b1": (lambda fx: fx.truth["dhprebn"], 0),
+    "b2": (lambda fx: fx.truth["dlogits"], 0),
+    "bnbias": (lambda fx: fx.truth["dhpreact"], 0),
+    "bngain": (lambda fx: fx.tensors["bnraw"] * fx.truth["dhpreact"], 0),
+    "bnmeani": (lambda fx: -fx.truth["dbndiff"], 0),
+    "bnvar_inv": (lambda fx: fx.tensors["bndiff"] * fx.truth["dbnraw"], 0),
+    "counts_sum_inv": (lambda fx: fx.tensors["counts"] * fx.truth["dprobs"], 1),
+    "logit_maxes": (lambda fx: -fx.truth["dnorm_logits"], 1),
+}
+_ALONG = {0: "one value per column, shared by every row", 1: "one value per row, shared by every column"}
+# the detail of a shape-mismatch whose values are a sum or mean of the right terms over the wrong dimension, or a
+# mean over the right one (dict literals: `grade release` strips the hint text of a diagnose course)
+WRONG_DIM = {
+    "diagnose": "The values match {noun} over dimension {e}, the wrong one: {var} was broadcast along dimension {d} "
+    "in the forward pass ({along}), not along dimension {e}.",
+    "hint": "The values match {code}, over the wrong dimension: {var} was broadcast along dim {d} in the forward "
+    "pass, so its gradient sums over dim {d}: {right}.",
+}
+MEAN_NOT_SUM = {
+    "diagnose": "The values match a mean over dimension {d}: the right dimension, but {var} was broadcast along it in "
+    "the forward pass, so its contributions add up, and a mean divides them by the size of that dimension.",
+    "hint": "The values match {code}: the right dimension, but {var} was broadcast along it in the forward pass, so "
+    "its gradient adds the contributions up: {right}.",
+}
+
+
+def _wrong_dim_detail(ev: Evidence) -> dict | None:
+    """Explain a wrong shape that is a sum or a mean of the right terms over the wrong dimension (or a mean)."""
+    if ev.var not in _BROADCAST:
+        return None
+    full, d = _BROADCAST[ev.var]
+    try:
+        x = full(ev.fx)
+    except KeyError:  # a fixture without that tensor (Ex4 has no bndiff)
+        return None
+    v, t = ev.value, ev.truth
+    right = f".sum({d}, keepdim=True)" if t.dim() == x.dim() else f".sum({d})"
+    for op in ("sum", "mean"):
+        for e in range(x.dim()):
+            if op == "sum" and e == d:
+                continue  # the right sum, kept or not: _size_one_detail says it
+            for keep in (True, False):
+                guess = getattr(x, op)(e, keepdim=keep)
+                if guess.shape != v.shape or not cmp.loosely(v, guess):
+                    continue
+                code = f".{op}({e}, keepdim=True)" if keep else f".{op}({e})"
+                said = MEAN_NOT_SUM if e == d else WRONG_DIM
+                noun = "a sum" if op == "sum" else "a mean"
+                fill = {"noun": noun, "e": e, "d": d, "var": ev.var, "along": _ALONG[d], "code": code, "right": right}
+                return {level: text.format(**fill) for level, text in said.items()}
     return None
 
 
@@ -449,21 +556,23 @@ def shape_mismatch(ev: Evidence) -> list[Finding]:
     if detail is not None:
         pass
     elif ev.comparison.broadcast_match:
-        detail = (
-            f"The values match after broadcasting to {_fmt_shape(t.shape)}, but the gradient must have that full "
-            f"shape: expand it to {ev.var}'s shape."
-        )
+        detail = {
+            "diagnose": f"The values match once broadcast to {_fmt_shape(t.shape)}, but your result does not have "
+            f"that full shape.",
+            "hint": f"The values match after broadcasting to {_fmt_shape(t.shape)}, but the gradient must have that "
+            f"full shape: expand it to {ev.var}'s shape.",
+        }
     elif v.dim() == 2 and v.T.shape == t.shape and cmp.close(v.T.contiguous(), t):
         detail = ""  # the transposed finding says it
         found.append(finding("transposed"))
     elif ev.comparison.reshape_match:
         detail = {
-            "diagnose": f"The same numbers in another arrangement: give the result {ev.var}'s shape.",
+            "diagnose": "The same numbers, in another arrangement.",
             "hint": f"The same numbers in another arrangement: reshape it to {ev.var}'s shape "
             f"(e.g. .view({ev.var}.shape)).",
         }
     else:
-        detail = "The values do not match either, even after broadcasting."
+        detail = _wrong_dim_detail(ev) or "The values do not match either, even after broadcasting."
     return [
         finding("shape-mismatch", shape=_fmt_shape(v.shape), var=ev.var, expected=_fmt_shape(t.shape), detail=detail),
         *found,
@@ -567,6 +676,8 @@ VARIANT_TRAPS = (
         {"present": "the direct path", "missing": "the batch mean"},
     ),
     ("bessel", {"ex1.dbndiff2"} | _BN_ITEMS, Variant(bessel=True), {}),
+    ("bessel-inverted", _BN_ITEMS, Variant(bessel_inverted=True), {}),
+    ("mean-divisor", {"ex1.dhprebn"} | _BN_ITEMS, Variant(mean_n1=True), {}),
     ("tanh-preact", {"ex1.dhpreact", "ex4.dbngain", "ex4.dbnbias"} | _BN_ITEMS, Variant(tanh_preact=True), {}),
 )
 
@@ -582,8 +693,9 @@ def known_variants(ev: Evidence) -> list[Finding]:
         wrong = ev.fx.variant(variant)[grad]
         if cmp.loosely(wrong, ev.truth) or not cmp.loosely(ev.value, wrong):
             continue
+        n = ev.fx.n
+        backward = "your BatchNorm backward" if ev.item_id.startswith("ex4.") else f"your d{ev.var}"
         if trap_id == "bessel":
-            n = ev.fx.n
             where = (
                 {
                     "diagnose": "your dbndiff2 is too small by that factor",
@@ -598,12 +710,20 @@ def known_variants(ev: Evidence) -> list[Finding]:
             return [
                 finding("bessel", factor=f"{n}/{n - 1} = {n / (n - 1):.4f}", ratio=f"{n / (n - 1):.4f}", where=where)
             ]
+        if trap_id == "bessel-inverted":
+            return [
+                finding(
+                    "bessel-inverted",
+                    where=f"The variance's term of {backward}",
+                    ratio=f"{(n / (n - 1)) ** 2:.4f}",
+                    factor=f"{n}/{n - 1} = {n / (n - 1):.4f}",
+                )
+            ]
+        if trap_id == "mean-divisor":
+            return [finding("mean-divisor", where=backward, ratio=f"{n / (n - 1):.4f}", factor=f"{n / (n - 1):.4f}")]
         if trap_id == "tanh-preact":
-            where = (
-                ""
-                if ev.item_id == "ex1.dhpreact"
-                else (" Every gradient below h (dhpreact, then dbngain, dbnbias, dW1, db1, dC) inherits the error.")
-            )
+            # Ex4: which other gradients fail with it is known once every item is judged (see link)
+            where = "" if ev.item_id == "ex1.dhpreact" else f" It reaches d{ev.var} through dhpreact."
             return [finding("tanh-preact", where=where)]
         return [finding(trap_id, **details)]
     return []
@@ -673,11 +793,19 @@ def missing_factor(ev: Evidence) -> list[Finding]:
                     relation="divided by",
                     factor=name,
                     shape=shape,
-                    advice=f"A factor of {name} is missing: "
-                    + (
-                        "the chain rule multiplies this step's local derivative by it."
+                    advice=(
+                        {
+                            "diagnose": f"A factor of {name} is missing: the chain rule's other factor, beside this "
+                            f"step's local derivative.",
+                            "hint": f"A factor of {name} is missing: the chain rule multiplies this step's local "
+                            f"derivative by it.",
+                        }
                         if name.startswith("the upstream")
-                        else "check this step's local derivatives for the one that multiplies by it."
+                        else {
+                            "diagnose": f"A factor of {name} is missing from this step's local derivatives.",
+                            "hint": f"A factor of {name} is missing: check this step's local derivatives for the "
+                            f"one that multiplies by it.",
+                        }
                     ),
                 )
             ]
@@ -695,52 +823,197 @@ def missing_factor(ev: Evidence) -> list[Finding]:
 
 
 _NAMED_FACTORS = (
-    # (value as a function of n, how the factor is named, advice at diagnose, advice at hint)
+    # (value as a function of n, how the factor is named, advice by level: dict literals, so that `grade release`
+    # strips the hint text from a diagnose course's bundle)
     (
         lambda n: n,
         ", which is n, the batch size",
-        "A division by n (from the mean in the loss, or the batch mean) is missing or applied twice.",
-        "A 1/n from the mean in the loss or the batch mean is missing or doubled.",
+        {
+            "diagnose": "A division by n (from the mean in the loss, or the batch mean) is missing or applied twice.",
+            "hint": "A 1/n from the mean in the loss or the batch mean is missing or doubled.",
+        },
     ),
     (
         lambda n: 1 / n,
         ", which is one over n",
-        "A division by n is applied where it does not belong, or twice.",
-        "A 1/n is applied where it does not belong, or twice.",
+        {
+            "diagnose": "A division by n is applied where it does not belong, or twice.",
+            "hint": "A 1/n is applied where it does not belong, or twice.",
+        },
     ),
     (
         lambda n: n - 1,
         ", which is n-1",
-        "The division by n-1 from the variance is missing.",
-        "A 1/(n-1) from the variance is missing.",
+        {
+            "diagnose": "The division by n-1 from the variance is missing.",
+            "hint": "A 1/(n-1) from the variance is missing.",
+        },
     ),
     (
         lambda n: 1 / (n - 1),
         ", which is one over n-1",
-        "A division by n-1 is applied twice or where it does not belong.",
-        "A 1/(n-1) is applied twice or where it does not belong.",
+        {
+            "diagnose": "A division by n-1 is applied twice or where it does not belong.",
+            "hint": "A 1/(n-1) is applied twice or where it does not belong.",
+        },
+    ),
+    (
+        lambda n: n / (n - 1),
+        ", which is n over n-1",
+        {
+            "diagnose": "A division by n-1 stands where the division is by n.",
+            "hint": "A 1/(n-1) stands where 1/n belongs (the batch mean's divisor, or the closed form's 1/n in "
+            "front): only the variance divides by n-1.",
+        },
+    ),
+    (
+        lambda n: (n - 1) / n,
+        ", which is n-1 over n",
+        {
+            "diagnose": "A division by n stands where the division is by n-1.",
+            "hint": "A 1/n stands where 1/(n-1) belongs: the variance divides by n-1 (Bessel's correction).",
+        },
     ),
     (
         lambda n: 2.0,
         "",
-        "A factor 2 is doubled, for example the power rule applied twice.",
-        "A factor 2 is doubled, e.g. from x**2 -> 2*x applied twice.",
+        {
+            "diagnose": "A factor 2 is doubled, for example the power rule applied twice.",
+            "hint": "A factor 2 is doubled, e.g. from x**2 -> 2*x applied twice.",
+        },
     ),
     (
         lambda n: 0.5,
         ", which is one half",
-        "A factor 2 is missing: the power rule brings the exponent down.",
-        "A factor 2 is missing, e.g. d(x**2)/dx = 2*x.",
+        {
+            "diagnose": "A factor 2 is missing: the power rule brings the exponent down.",
+            "hint": "A factor 2 is missing, e.g. d(x**2)/dx = 2*x.",
+        },
     ),
 )
 
 
 def _name_factor(c: float, n: int) -> tuple[str, dict | str]:
-    for value, label, diagnose, hint in _NAMED_FACTORS:
+    for value, label, advice in _NAMED_FACTORS:
         v = value(n)
         if abs(c - v) <= 1e-3 * abs(v):
-            return label, {"diagnose": diagnose, "hint": hint}
-    return "", "Look for a constant you added, dropped or applied twice."
+            return label, advice
+    return "", {
+        "diagnose": "Some constant is added, dropped or applied twice.",
+        "hint": "Look for a constant you added, dropped or applied twice.",
+    }
+
+
+def _fits(value: torch.Tensor, guess: torch.Tensor) -> bool:
+    return bool(torch.isfinite(guess).all()) and cmp.loosely(value, guess)
+
+
+def _per_row_fit(r: torch.Tensor, basis: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Return, row by row, the least-squares combination of the basis rows closest to r: one part per basis."""
+    a = torch.stack([b.expand_as(r) for b in basis], -1).double()  # (n, H, k)
+    coef = torch.linalg.lstsq(a, r.double().unsqueeze(-1)).solution  # (n, k, 1)
+    return [(a[..., k] * coef[:, k]).to(r.dtype) for k in range(len(basis))]
+
+
+def reduced_wrong_dim(ev: Evidence) -> list[Finding]:
+    """Recognise Ex3's closed form with the batch mean's or the variance's reduction over dim 1 instead of dim 0.
+
+    The true dhprebn is D + M + V: the direct term, the batch mean's term (one number per column, times a per-column
+    factor) and the variance's term (bnraw times one number per column, times that factor). A reduction over dim 1
+    makes a term one number per row instead; written with the factor outside the sum (bngain * bnvar_inv) or inside
+    (bnvar_inv, the gain folded into the gradient), so both are tried. A per-row fit must then match exactly, and
+    every term it finds must be there (a term left out is a dropped path, not a wrong dimension).
+    """
+    if ev.item_id != "ex3.dhprebn" or not ev.comparison.shape_ok or not torch.isfinite(ev.value).all():
+        return []
+    fx, v = ev.fx, ev.value
+    n, dh, bnraw = fx.n, fx.truth["dhpreact"], fx.tensors["bnraw"]
+    gain, inv = fx.params["bngain"], fx.tensors["bnvar_inv"]
+    g = gain * dh  # (32, 64)
+    direct = inv * g
+    mean = -inv * g.mean(0, keepdim=True)
+    var = -inv * bnraw * (g * bnraw).sum(0, keepdim=True) / (n - 1)
+    ones = torch.ones_like(bnraw)
+    tiny = 1e-3 * float(ev.truth.abs().max())
+    trials = (
+        ("mean", direct + var, [ones]),  # the mean's term over dim 1, the variance's right
+        ("var", direct + mean, [bnraw]),  # the variance's term over dim 1, the mean's right
+        ("both", direct, [ones, bnraw]),
+    )
+    for factor in (gain * inv, inv):
+        for found, rest, basis in trials:
+            parts = [factor * part for part in _per_row_fit((v - rest) / factor, basis)]
+            if all(float(part.abs().max()) > tiny for part in parts) and _fits(v, rest + sum(parts)):
+                terms = {
+                    "mean": "The batch mean's term",
+                    "var": "The variance's term",
+                    "both": "Both the batch mean's and the variance's terms",
+                }[found]
+                verb = "are reduced" if found == "both" else "is reduced"
+                return [finding("reduced-wrong-dim", terms=terms, verb=verb)]
+    return []
+
+
+# items whose truth is (n, vocab_size) and holds the target's one-hot term: its -1 at each row's label, over n
+_ONE_HOT_ITEMS = {"ex2.dlogits", "ex1.dlogits", "ex1.dnorm_logits"}
+# what went wrong with that term, by the difference at the label entries (hint level only: `grade release` empties
+# these for a diagnose course, and the diagnose text is said instead)
+_ONE_HOT_HINTS = {
+    "missing": {
+        "diagnose": "",
+        "hint": "There your values are 1/n = {inv_n} too large: the -1 of the one-hot target is missing (subtract "
+        "1 at [range(n), Yb], then divide everything by n).",
+    },
+    "undivided": {
+        "diagnose": "",
+        "hint": "There your values are 1 - 1/n too small: the 1 is subtracted after the division by n, so it is "
+        "not divided (subtract it first, then divide by n).",
+    },
+    "added": {
+        "diagnose": "",
+        "hint": "There your values are 2/n too large: the one-hot target's 1 is added instead of subtracted.",
+    },
+    "twice": {
+        "diagnose": "",
+        "hint": "There your values are 1/n too small: the one-hot target's 1 is subtracted twice.",
+    },
+}
+
+
+def label_entries(ev: Evidence) -> list[Finding]:
+    """Recognise a (n, vocab) gradient that is right everywhere except at some rows' label entries (row i, Yb[i])."""
+    v, t, yb = ev.value, ev.truth, ev.fx.Yb
+    n = yb.shape[0]
+    if not ev.comparison.shape_ok or v.dim() != 2 or v.shape[0] != n or not torch.isfinite(v).all():
+        return []
+    wrong = (v - t).abs() > 1e-8 + 1e-5 * t.abs()  # locate's test
+    rows = torch.arange(n)
+    at_label = torch.zeros_like(wrong)
+    at_label[rows, yb] = True
+    if not bool(wrong.any()) or bool((wrong & ~at_label).any()):
+        return []
+    bad = wrong[rows, yb].nonzero().flatten()
+    shown = ", ".join(f"row {int(r)} at column {int(yb[r])} ('{ITOS[int(yb[r])]}')" for r in bad[:6])
+    entries = shown + (f" and {bad.numel() - 6} more" if bad.numel() > 6 else "")
+    count = f"all {n} rows" if bad.numel() == n else f"{bad.numel()} of {n} rows"
+    diff = (v - t)[bad, yb[bad]]
+    c = float(diff.mean())
+    same = cmp.loosely(diff, torch.full_like(diff, c))
+    sign = "too large" if bool((diff > 0).all()) else "too small" if bool((diff < 0).all()) else ""
+    if bad.numel() == 1:
+        how = f"There your value is {sign}."
+    elif same and sign:
+        how = f"There your values are {sign} by the same amount in every row."
+    elif sign:
+        how = f"There your values are {sign}, by amounts that differ from row to row."
+    else:
+        how = "There your values are off by amounts that differ from row to row, in size and in sign."
+    case = None
+    if ev.item_id in _ONE_HOT_ITEMS and same:  # which slip of the one-hot term, by the size of the difference
+        sizes = {"missing": 1 / n, "undivided": 1 / n - 1, "added": 2 / n, "twice": -1 / n}
+        case = next((k for k, size in sizes.items() if abs(c - size) <= 1e-3 * abs(size)), None)
+    hint = (pick(_ONE_HOT_HINTS[case], "hint") if case else "").format(inv_n=f"{1 / n:.6g}") or how
+    return [finding("label-entries", count=count, entries=entries, how={"diagnose": how, "hint": hint})]
 
 
 def generic(ev: Evidence) -> list[Finding]:
@@ -764,13 +1037,39 @@ RECOGNISERS: tuple[Callable[[Evidence], list[Finding]], ...] = (
     repeated_rows,
     known_variants,
     missing_eps,
+    reduced_wrong_dim,
     generic,
     missing_factor,
+    label_entries,
 )
 
 
+def link(items) -> None:
+    """Complete the messages that depend on other items, once every item of a submission is judged.
+
+    Ex4's tanh-preact: the error is in dhpreact, which the student never returns; it reaches some of Ex4's
+    gradients and not others (db1 is zero whatever dhpreact is), so each message names the items that actually
+    fail with it.
+    """
+    shared: dict[str, list] = {}
+    for item in items:
+        for f in item.findings:
+            if f.trap == "tanh-preact" and item.exercise == "ex4":
+                shared.setdefault(item.exercise, []).append((item, f))
+    for pairs in shared.values():
+        names = [item.name for item, _ in pairs]
+        for item, f in pairs:
+            others = [k for k in names if k != item.name]
+            also = f" {_and(others)} {'fails' if len(others) == 1 else 'fail'} with it too." if others else ""
+            f.details = {**f.details, "where": f" It reaches {item.name} through dhpreact.{also}"}
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def rounding_mistakes(ev: Evidence) -> list[Finding]:
-    """Return the known-wrong backward passes (a dropped path, Bessel, tanh of hpreact, no eps) a value matches.
+    """Return the known-wrong backward passes (a dropped path, Bessel, tanh of hpreact, no eps...) a value matches.
 
     For a value that passes only thanks to compare.NOISE_SLACK: those mistakes can move a gradient by about as
     little as float32 rounding does (a missing eps by 1.7e-8 where the allowance is 2.2e-8), so matching one of

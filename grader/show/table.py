@@ -11,7 +11,7 @@ import textwrap
 import click
 
 from grader.grading.results import SubmissionResult
-from grader.grading.scan import flagged_note
+from grader.grading.scan import flagged_note, numeric_note
 
 _STYLE = {
     "passed": {"fg": "green"},
@@ -113,18 +113,33 @@ def table(result: SubmissionResult, *, hints: bool = False, color: bool | None =
     note_line = points_note(result)
     if note_line:
         lines += _wrap(note_line, width, "")
-    flagged = flagged_note((result.extra.get("flags") or {}).get("private_internals") or [])
-    if flagged:
-        lines += _wrap(flagged, width, "")
+    flags = result.extra.get("flags") or {}
+    for note in (
+        flagged_note(flags.get("private_internals") or []),
+        numeric_note(flags.get("numeric_differentiation") or []),
+    ):
+        if note:
+            lines += _wrap(note, width, "")
     return "\n".join(lines)
 
 
+# The score line counts items in this order, whatever order they were graded in: passed, failed, errors, timed
+# out, not attempted. {status: (word for one, word for several)}
+SUMMARY_COUNTS = {
+    "passed": ("passed", "passed"),
+    "failed": ("failed", "failed"),
+    "error": ("error", "errors"),
+    "timeout": ("timed out", "timed out"),
+    "not_attempted": ("not attempted", "not attempted"),
+}
+
+
 def summary_line(result: SubmissionResult, *, color: bool = False) -> str:
-    """Return the final score line."""
+    """Return the final score line: the score, then how many items ended in each status (SUMMARY_COUNTS's order)."""
     counts: dict[str, int] = {}
     for item in result.items:
         counts[item.status] = counts.get(item.status, 0) + 1
-    parts = [f"{n} {s.replace('_', ' ')}" for s, n in counts.items()]
+    parts = [f"{counts[s]} {words[counts[s] != 1]}" for s, words in SUMMARY_COUNTS.items() if counts.get(s)]
     line = f"score {result.score:g}/{result.max_score:g}: " + ", ".join(parts)
     if color:
         line = click.style(line, fg="green" if result.passed else "red", bold=True)

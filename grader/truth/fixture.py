@@ -114,6 +114,9 @@ class Variant:
 
     cut: (source, consumer) edges whose gradient path is dropped (the source is detached there).
     bessel: the variance backpropagates with 1/n while the forward used 1/(n-1).
+    bessel_inverted: the variance backpropagates with (n-1)/n**2, Ex3's closed form with its n/(n-1) written
+    upside down as (n-1)/n.
+    mean_n1: the batch mean backpropagates with 1/(n-1) while the forward used 1/n.
     tanh_preact: tanh backpropagates with 1 - hpreact**2 instead of 1 - h**2.
     no_eps: bnvar_inv backpropagates as bnvar**-0.5, without BatchNorm's eps.
     """
@@ -122,6 +125,8 @@ class Variant:
     bessel: bool = False
     tanh_preact: bool = False
     no_eps: bool = False
+    bessel_inverted: bool = False
+    mean_n1: bool = False
 
 
 EXACT = Variant()
@@ -193,11 +198,16 @@ def forward(p: dict[str, torch.Tensor], Xb: torch.Tensor, Yb: torch.Tensor, v: V
     # BatchNorm, with Bessel's 1/(n-1) in the variance
     hprebn = t["hprebn"]
     t["bnmeani"] = 1 / n * _edge(hprebn, "hprebn", "bnmeani", v).sum(0, keepdim=True)  # (1, 64)
+    if v.mean_n1:  # forward value 1/n, gradient 1/(n-1)
+        m = _edge(hprebn, "hprebn", "bnmeani", v).sum(0, keepdim=True)
+        t["bnmeani"] = m / (n - 1) + (m / n - m / (n - 1)).detach()
     t["bndiff"] = _edge(hprebn, "hprebn", "bndiff", v) - t["bnmeani"]  # (32, 64)
     t["bndiff2"] = _edge(t["bndiff"], "bndiff", "bndiff2", v) ** 2  # (32, 64)
     s = t["bndiff2"].sum(0, keepdim=True)  # (1, 64)
     if v.bessel:  # forward value 1/(n-1), gradient 1/n
         t["bnvar"] = s / n + (s / (n - 1) - s / n).detach()
+    elif v.bessel_inverted:  # forward value 1/(n-1), gradient (n-1)/n**2
+        t["bnvar"] = s * (n - 1) / n**2 + (s / (n - 1) - s * (n - 1) / n**2).detach()
     else:
         t["bnvar"] = 1 / (n - 1) * s  # (1, 64)
     t["bnvar_inv"] = (t["bnvar"] + BN_EPS) ** -0.5  # (1, 64)
