@@ -4,6 +4,8 @@ Tripwires inside a child can be switched off by code running in that child; this
 before any student code and in the grader's own process. It does not change a grade: it is a flag for the
 instructor (summary.json, the report), since no honest gradient needs `torch._C`, `sys.modules`, `gc`, frames,
 `__subclasses__` or computed attribute names. It is not a trap: traps are recognised from returned values.
+What a file defines itself is not internals: its classes' private attributes and `*_backward` methods (unless
+torch or the interpreter has a name like it), `self.__class__.__name__`, a function's local named `vars`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from __future__ import annotations
 import ast
 import functools
 import heapq
+import pkgutil
 import re
 import unicodedata
 from dataclasses import dataclass
+
+from grader.spec import parse as bounded
 
 # Names that reach outside the exercise: reflection, the import machinery, the interpreter, the OS.
 REFLECTIVE_CALLS = frozenset(
@@ -22,6 +27,9 @@ REFLECTIVE_CALLS = frozenset(
 RISKY_ATTRIBUTES = frozenset(
     "sys modules os ctypes gc builtins subprocess f_back f_globals f_locals f_code gi_frame cr_frame tb_frame "
     "tb_next get_objects get_referrers get_referents attrgetter methodcaller mro ctypeslib "
+    # every frame reachable from a coroutine or generator, and the real builtins (getattr) a frame holds;
+    # numpy's stride tricks, which read raw memory at any address
+    "f_builtins ag_frame ag_code gi_code cr_code f_trace stride_tricks as_strided "
     # string.Formatter().get_field("0.name", (obj,), {}) is getattr by a computed name; get_type_hints and
     # singledispatch evaluate string annotations
     "Formatter get_field vformat get_type_hints".split()
@@ -34,6 +42,7 @@ PUBLIC_UNDERSCORED = frozenset(
 )
 _UNDERSCORED = re.compile(r"_+[A-Za-z0-9]\w*")  # "_C", "__globals__"; not "_" (as in "_".join) or "_>10"
 _DOTTED = re.compile(r"[\w.]+")
+_FIELD_PATH = re.compile(r"\{\w*(?:\.\w+){2,}|\{\w*\.\w+\[|\{\w*\[[^\]]*\]\.")  # {0.a.b}, {0.a[k]}, {0[k].a}
 BY_NAME = REFLECTIVE_CALLS | RISKY_ATTRIBUTES  # imported from a module, each reaches attributes by a computed name
 # getattr under a longer name (torch.ao.quantization.utils.getattr_from_fqn), and typing's evaluation of string
 # annotations (a sandbox allows only plain names there: functools.singledispatch stays usable and unflagged)
@@ -97,11 +106,12 @@ def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     if not TRIGGER.search(unicodedata.normalize("NFKC", text)):  # identifiers are NFKC-normalised: ＿C is _C
         return ()
     try:
-        tree = ast.parse(text)
+        tree = bounded.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()  # a file that does not parse fails on its own, in the sandbox
     fstring_parts = frozenset(id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values)
-    found = ((getattr(node, "lineno", 0), what) for node in ast.walk(tree) if (what := _what(node, fstring_parts)))
+    own = _Lazy(tree)  # built only for a file whose flags it could lift
+    found = ((getattr(node, "lineno", 0), what) for node in ast.walk(tree) if (what := _what(node, fstring_parts, own)))
     first = heapq.nsmallest(limit, found)  # a 1 MB line of `'_',` holds 260,000 flags: keep `limit` of them...
     lines = text.splitlines()
     # ... and quote only those: a copy of that line per flag took minutes
@@ -112,20 +122,23 @@ def _quote(lines: list[str], line: int) -> str:
     return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
 
 
-def _what(node: ast.AST, fstring_parts: frozenset = frozenset()) -> str | None:
+def _what(node: ast.AST, fstring_parts: frozenset = frozenset(), own: _Lazy | None = None) -> str | None:
     if isinstance(node, ast.Attribute):
-        if node.attr.startswith("_") and node.attr not in PUBLIC_UNDERSCORED:
+        private = node.attr.startswith("_") and node.attr not in PUBLIC_UNDERSCORED
+        kernel = BACKWARD_KERNEL.search(node.attr) is not None
+        mine = (private or kernel) and own is not None and own.get().defines(node)  # the file's own class's name
+        if private and not mine:
             return f"private attribute .{node.attr}"
         if node.attr in RISKY_ATTRIBUTES or node.attr in RISKY_MODULES or node.attr in _REFLECTION:
             return f"interpreter internals .{node.attr}"  # torch.inspect, torch.serialization.pickle: a module
         if node.attr in TORCH_BACKDOORS:
             return f"torch's operator registry or compiler .{node.attr}"
-        if BACKWARD_KERNEL.search(node.attr):
+        if kernel and not mine:
             return f"torch's own backward kernel .{node.attr}"
         if _BY_OTHER_NAME.search(node.attr):
             return f"reflection by another name: .{node.attr[:40]}"
     elif isinstance(node, ast.Name):
-        if node.id in REFLECTIVE_CALLS:
+        if node.id in REFLECTIVE_CALLS and not (own is not None and id(node) in own.get().local_names):
             return f"reflection {node.id}()"
         if _BY_OTHER_NAME.search(node.id):
             return f"reflection by another name: {node.id[:40]}"
@@ -143,6 +156,8 @@ def _what(node: ast.AST, fstring_parts: frozenset = frozenset()) -> str | None:
             return f"a string naming internals: {word[:40]!r}"
         if "._" in word and _DOTTED.fullmatch(word):  # a path to something private ("torch._C._EngineBase")
             return f"a string naming internals: {word[:40]!r}"
+        if _FIELD_PATH.search(word):  # "{0.sys.modules[grader...]}".format(torch): str.format is getattr by name
+            return f"a format string reading attributes by name: {word[:40]!r}"
         if word in TORCH_BACKDOORS or BACKWARD_KERNEL.search(word):
             return f"a string naming torch internals: {word[:40]!r}"
     elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -164,3 +179,268 @@ def _what(node: ast.AST, fstring_parts: frozenset = frozenset()) -> str | None:
             if reached:
                 return f"reflection imported by name: {reached[0]}"
     return None
+
+
+# --- what a file defines itself ----------------------------------------------------------------------------------
+# An honest file has its own classes (`self._saved`, `self._cache`, a `tanh_backward` method, `__repr__` with
+# `self.__class__.__name__`) and its own locals (`vars = bnvar + eps`). Those names are the student's, not the
+# interpreter's or torch's, so they raise no flag; everything else is read as before.
+
+# Where the private names worth reaching live: torch's entry points, autograd's, the interpreter's objects. A
+# file's class may define `_saved`; it cannot make `_C` or `_execution_engine` its own by defining them, since a
+# method called with another object as `self` (`K.peek(torch)`) would read the real one.
+_INTERNAL_HOLDERS = (
+    "torch torch._C torch._C._VariableFunctions torch._C._nn torch._C._autograd torch._C._functions "
+    "torch._C.TensorBase torch.Tensor torch.autograd torch.autograd.variable torch.autograd.variable.Variable "
+    "torch.autograd.graph torch.autograd.function torch.autograd.function.Function torch.autograd.grad_mode "
+    "torch.autograd.forward_ad torch.autograd.functional torch.nn torch.nn.functional torch.func torch.library "
+    "torch.utils torch.jit torch.overrides"
+).split()
+_DUNDER = re.compile(r"__\w+__")
+
+
+@functools.lru_cache(maxsize=1)
+def _internal_names() -> frozenset[str]:
+    """Return the private names (and backward kernels) of torch's and the interpreter's entry points."""
+    import builtins
+    import string
+    import sys
+    import types
+    import typing
+
+    import torch
+
+    holders: list = [builtins, sys, type, object, functools.partial, string.Formatter, typing.ForwardRef]
+    holders += [getattr(types, n) for n in dir(types) if n.endswith("Type") and isinstance(getattr(types, n), type)]
+    for path in _INTERNAL_HOLDERS:
+        obj = torch
+        for part in path.split(".")[1:]:
+            obj = getattr(obj, part, None)
+        if obj is not None:
+            holders.append(obj)
+    names = set()
+    for holder in holders:
+        try:
+            names.update(n for n in dir(holder) if n.startswith("_") or "backward" in n)
+        except Exception:  # noqa: BLE001 - a holder that cannot list itself adds nothing
+            continue
+    for package in (torch, torch.autograd, torch.nn, torch.utils):  # submodules, imported or not: the same set always
+        names.update(m.name for m in pkgutil.iter_modules(getattr(package, "__path__", [])) if m.name.startswith("_"))
+    return frozenset(names)
+
+
+class _Lazy:
+    """A file's _Own, built on first use."""
+
+    def __init__(self, tree: ast.AST):
+        self.tree, self.own = tree, None
+
+    def get(self) -> _Own:
+        if self.own is None:
+            self.own = _Own(self.tree)
+        return self.own
+
+
+class _Scope:
+    """One scope of the file: the module, a class body, a function or lambda, a comprehension."""
+
+    __slots__ = ("kind", "bound", "globals", "nonlocals", "self_name")
+
+    def __init__(self, kind: str, self_name: str | None = None):
+        self.kind, self.self_name = kind, self_name  # self_name: a method's first parameter
+        self.bound: set[str] = set()
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class _Own:
+    """The names a file defines itself: its classes' attributes, and the locals that shadow a reflective builtin.
+
+    One pass over the tree with Python's own scope rules: a name bound anywhere in a function (a parameter, an
+    assignment, a loop target ...) is that function's local everywhere in it (read before the binding, it raises
+    UnboundLocalError, never falls back to the builtin), and so is a name a nested function reads from it. At module
+    or class level a name read before its binding is the builtin, so those stay flagged.
+    """
+
+    def __init__(self, tree: ast.AST):
+        self.attributes: set[str] = set()  # what the file's classes define: methods, class attributes, self.<x> = ...
+        self.local_names: set[int] = set()  # ids of Name nodes that are a function's own local
+        self.class_names: set[int] = set()  # ids of `.__class__` nodes read only for their __name__
+        reads: list[tuple[ast.Name, tuple]] = []
+        classes: list[_Scope] = []
+        module = _Scope("module")
+        stack: list[tuple[ast.AST, tuple]] = [(tree, (module,))]
+        while stack:
+            node, chain = stack.pop()
+            scope = chain[-1]
+            if isinstance(node, (*_FUNCTIONS, ast.Lambda)):
+                args = node.args
+                outer = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+                params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+                outer += [p.annotation for p in params if p is not None and p.annotation is not None]
+                self_name = None
+                if isinstance(node, _FUNCTIONS):
+                    scope.bound.add(node.name)
+                    outer += [*node.decorator_list, *([node.returns] if node.returns else [])]
+                    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+                    first = [*args.posonlyargs, *args.args][:1]
+                    if scope.kind == "class" and first and not static:
+                        self_name = first[0].arg
+                inner = _Scope("function", self_name)
+                inner.bound.update(p.arg for p in params if p is not None)
+                body = node.body if isinstance(node.body, list) else [node.body]
+                stack += [(n, chain) for n in outer] + [(n, (*chain, inner)) for n in body]
+                continue
+            if isinstance(node, ast.ClassDef):
+                scope.bound.add(node.name)
+                inner = _Scope("class")
+                stack += [(n, chain) for n in (*node.bases, *node.keywords, *node.decorator_list)]
+                stack += [(n, (*chain, inner)) for n in node.body]
+                classes.append(inner)
+                continue
+            if isinstance(node, _COMPREHENSIONS):
+                inner = _Scope("comprehension")
+                first, *rest = node.generators
+                stack.append((first.iter, chain))  # the first iterable is evaluated outside
+                parts = [first.target, *first.ifs, *rest] + (
+                    [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+                )
+                stack += [(n, (*chain, inner)) for n in parts]
+                continue
+            if isinstance(node, ast.NamedExpr):  # binds in the nearest scope that is not a comprehension
+                target = next(s for s in reversed(chain) if s.kind != "comprehension")
+                target.bound.add(node.target.id)
+                if node.target.id in REFLECTIVE_CALLS:
+                    reads.append((node.target, chain[: chain.index(target) + 1]))
+                stack.append((node.value, chain))
+                continue
+            if isinstance(node, ast.Name):
+                if not isinstance(node.ctx, ast.Load):
+                    scope.bound.add(node.id)
+                if node.id in REFLECTIVE_CALLS:
+                    reads.append((node, chain))
+            elif isinstance(node, ast.Global):
+                scope.globals.update(node.names)
+            elif isinstance(node, ast.Nonlocal):
+                scope.nonlocals.update(node.names)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                scope.bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                scope.bound.add(node.name)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                scope.bound.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                scope.bound.add(node.rest)
+            elif isinstance(node, ast.Attribute):
+                value = node.value
+                if isinstance(node.ctx, ast.Store) and isinstance(value, ast.Name) and value.id == scope.self_name:
+                    self.attributes.add(node.attr)  # self._saved = ... in a method of the file's own class
+                if node.attr in ("__name__", "__qualname__") and isinstance(value, ast.Attribute):
+                    if value.attr == "__class__":
+                        self.class_names.add(id(value))
+            stack += [(n, chain) for n in ast.iter_child_nodes(node)]
+        for cls in classes:
+            self.attributes |= cls.bound
+        for name, chain in reads:
+            if _is_local(name.id, chain):
+                self.local_names.add(id(name))
+
+    def defines(self, node: ast.Attribute) -> bool:
+        """Whether `x.attr` reads a name the file's own classes define (and no internal one), or a class's name."""
+        attr = node.attr
+        if id(node) in self.class_names:  # self.__class__.__name__: a string, nothing else
+            return True
+        if attr not in self.attributes or _DUNDER.fullmatch(attr):
+            return False
+        return attr not in _internal_names()
+
+
+def _is_local(name: str, chain: tuple) -> bool:
+    """Whether `name`, read in the innermost scope of chain, is a function's local (never the builtin)."""
+    for k, scope in enumerate(reversed(chain)):
+        if scope.kind == "module" or (scope.kind == "class" and k == 0):
+            return False  # read at module or class level: the builtin until bound
+        if scope.kind == "class":
+            continue  # a class body's names are not visible in its methods
+        if name in scope.globals:
+            return False  # the module's name: the builtin until bound there
+        if name in scope.nonlocals:
+            continue  # an enclosing function's local
+        if name in scope.bound:
+            return True
+    return False
+
+
+# --- the gradient computed numerically -------------------------------------------------------------------------
+# A gradient derived by hand never needs complex numbers, nor the loss evaluated twice and differenced: complex-step
+# and finite-difference differentiation compute the gradient numerically from the forward pass. Also a flag for the
+# instructor, not a grade.
+NUMERIC = (
+    "flagged for your instructor (no points change): your code computes a gradient numerically instead of deriving "
+    "it: {where}. Derive each gradient with the chain rule."
+)
+_COMPLEX_NAMES = frozenset("complex complex32 complex64 complex128 cfloat cdouble chalf view_as_complex imag".split())
+
+
+def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
+    """Return the places where a source file differentiates numerically (complex step, finite differences)."""
+    if not re.search(r"\d[jJ]\b|complex|cfloat|cdouble|chalf|\bimag\b|/", text):
+        return ()
+    try:
+        tree = bounded.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    found = []
+    for node in ast.walk(tree):
+        what = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, complex):
+            what = "a complex number (complex-step differentiation)"
+        elif isinstance(node, ast.Attribute) and node.attr in _COMPLEX_NAMES:
+            what = f"complex arithmetic .{node.attr} (complex-step differentiation)"
+        elif isinstance(node, ast.Name) and node.id == "complex":
+            what = "complex numbers (complex-step differentiation)"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _differences(node):
+            what = f"a finite difference in {node.name}() (the forward pass evaluated twice and differenced)"
+        if what:
+            found.append((getattr(node, "lineno", 0), what))
+    lines = text.splitlines()
+    return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in sorted(found)[:limit])
+
+
+def _differences(fn: ast.FunctionDef) -> bool:
+    """Tell whether a function, in a loop, divides the difference of two calls of one function by something:
+    (f(x + h) - f(x - h)) / (2 * h). A difference of two different functions (softmax - one_hot) is no such thing."""
+    bound: dict[str, ast.Call] = {}  # names bound to the result of a call, in this function
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.Tuple)):
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            targets = node.targets[0].elts if isinstance(node.targets[0], (ast.Tuple, ast.List)) else node.targets
+            for target, value in zip(targets, values, strict=False):
+                if isinstance(target, ast.Name) and isinstance(value, ast.Call):
+                    bound[target.id] = value
+
+    def call(e: ast.AST) -> ast.Call | None:
+        return e if isinstance(e, ast.Call) else bound.get(e.id) if isinstance(e, ast.Name) else None
+
+    if not any(isinstance(n, (ast.For, ast.While, ast.comprehension)) for n in ast.walk(fn)):
+        return False
+    for node in ast.walk(fn):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.left, ast.BinOp):
+            if not isinstance(node.left.op, ast.Sub):
+                continue
+            a, b = call(node.left.left), call(node.left.right)
+            if a is not None and b is not None and ast.dump(a.func) == ast.dump(b.func) and ast.dump(a) != ast.dump(b):
+                return True
+    return False
+
+
+def numeric_note(flags: list[dict], shown: int = 3) -> str:
+    """Return the line a student's table ends with when their files differentiate numerically ('' otherwise)."""
+    if not flags:
+        return ""
+    where = "; ".join(f"{f['exercise']}.py line {f['line']}: {f['what']}" for f in flags[:shown])
+    return NUMERIC.format(where=where + ("; ..." if len(flags) > shown else ""))

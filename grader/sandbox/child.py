@@ -28,6 +28,7 @@ import torch.autograd.forward_ad
 import torch.autograd.functional
 import torch.func
 import torch.nn.functional  # noqa: F401  (imported before the jail closes)
+import torch.testing
 
 from grader.sandbox import arena, forget, jail, wire
 
@@ -57,6 +58,11 @@ ALLOWED_IMPORTS = (
     "numbers",
     "enum",
     "abc",
+    "time",
+    "logging",
+    "warnings",
+    "copy",
+    "pprint",
     "__future__",
 )
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # a child cannot start threads: OpenBLAS would spin waiting
@@ -193,11 +199,14 @@ def warm_up():
     torch.nn.functional.cross_entropy(x, torch.tensor([0, 1, 2, 0]))
     for shown in (x, torch.randn(300, 300), x.double(), x[0], x.sum(), torch.tensor([1, 2])):  # printing imports too
         repr(shown), str(shown), f"{shown}", format(shown.sum().item(), ".4f"), shown.tolist()
+    torch.testing.assert_close(x, x)  # imports torch.distributed.tensor on first use
     state = torch.get_rng_state()  # torch.manual_seed imports on first use; the grader's own draws stay as they were
     torch.manual_seed(0)
     torch.set_rng_state(state)
     if "numpy" in sys.modules:  # an ndarray's .sum(0), .mean() ... import numpy._core._methods on first use
         sys.modules["numpy"].random.default_rng(0).random(2)  # numpy.random is imported on first use too
+        np = sys.modules["numpy"]
+        str(np.arange(3.0)), repr(np.arange(3.0)), repr(np.float32(1)), repr(np.dtype("float32"))  # printing
         a = sys.modules["numpy"].ones((2, 2))
         a.sum(0), a.mean(0), a.std(0), a.var(0), a.max(0), a.min(0), a.prod(0), a.any(), a.all(), a.cumsum(0)
 
@@ -243,7 +252,15 @@ def install_autograd_tripwires():
     """Make every autograd entry point, public and private, record the call and refuse."""
     T = torch.Tensor
     T.backward = _tripwire("Tensor.backward()")
-    T.requires_grad_ = _tripwire("Tensor.requires_grad_()")
+    refuse_requires_grad = _tripwire("Tensor.requires_grad_()")
+    real_requires_grad_ = T.requires_grad_
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad:  # requires_grad_(False) is what an honest student writes to be sure: it builds nothing
+            refuse_requires_grad()
+        return real_requires_grad_(self, False)
+
+    T.requires_grad_ = requires_grad_
     T.retain_grad = _tripwire("Tensor.retain_grad()")
     base_rg = torch._C.TensorBase.requires_grad
 
@@ -304,8 +321,9 @@ def install_autograd_tripwires():
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     if level:
         raise BlockedImport(f"relative import of {name!r} is blocked: each exercise file stands alone")
-    if name not in ALLOWED_IMPORTS and not (name.startswith("torch.") and name in sys.modules):
-        # torch's C++ imports its own modules through the caller's __import__; those already loaded may pass
+    if name not in ALLOWED_IMPORTS and not (name.startswith(("torch.", "numpy.")) and name in sys.modules):
+        # torch's C++ (and numpy's C printing) import their own modules through the caller's __import__; those
+        # already loaded may pass
         allowed = ", ".join(n for n in ALLOWED_IMPORTS if n != "__future__")
         raise BlockedImport(f"import of {name!r} is blocked by the grader's sandbox; allowed modules: {allowed}")
     return __import__(name, globals, locals, fromlist, level)
@@ -584,9 +602,7 @@ def _signature(fn) -> dict:
     return {"params": params[: wire.MAX_ITEMS], "error": error}
 
 
-def child_main(
-    req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bool, jail_path: str | None, shared=None
-):
+def child_main(req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bool, jail_path: str | None, shared=None):
     """Become a sandbox: close everything inherited, scrub the answers, enter the jail, then serve requests."""
     gc.freeze()  # the inherited heap is never collected here: a full collection would walk all of torch
     jail.set_name("grade-sandbox")

@@ -1,4 +1,4 @@
-# expect: exercise=ex1 item=ex1.dhpreact status=failed message=uses-autograd
+# expect: exercise=ex1 item=ex1.dhpreact status=any flag=private_internals
 # Raw memory through numpy: as_strided over a one-element object array reads any address as an object
 # reference, so id(f) + 16 (a function's func_globals in CPython 3.11) gives the globals of any function. The
 # tripwire that replaced Tensor.backward lives in grader/sandbox/child.py: its globals hold _IN_STUDENT, the

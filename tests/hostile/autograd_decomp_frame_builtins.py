@@ -1,4 +1,4 @@
-# expect: exercise=ex2 item=ex2.dlogits status=failed message=uses-autograd
+# expect: exercise=ex2 item=ex2.dlogits status=any flag=private_internals
 # Autograd's own formula without a kernel and without a flag: torch._decomp holds every backward formula again
 # as plain Python over ordinary ops (no aten::*_backward kernel runs, so no hook sees it), and getattr comes from
 # a frame's f_builtins (an async generator's ag_frame: neither word is in the internals scan), with every name
