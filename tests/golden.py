@@ -1,7 +1,7 @@
 """The golden class: what `grade batch` writes for it, as reviewable text, to hold every later run to.
 
 The class is every tests/corpus case (each trap snippet appended to the reference), three independent correct
-students, the stubs, the reference and six hostile submissions: 107 students. Their outputs are kept as plain text
+students, the stubs, the reference and six hostile submissions: 120 students. Their outputs are kept as plain text
 under tests/golden/batch/, one file per output file with the same relative name: gradebook.csv, canvas.csv,
 summary.json (without the machine's walls), manifest.json and students/*.json. report.html is not kept: it is
 ~0.5 MB of markup that renders the same per-student JSON (statuses, scores, traps, messages, intake notes).

@@ -68,7 +68,7 @@ def _check(outputs: dict[str, str], how: str) -> None:
 def test_the_golden_class_is_not_trivial():
     want = golden.load()
     summary = json.loads(want["summary.json"])
-    assert summary["students"] == len([k for k in want if k.startswith("students/")]) == 107
+    assert summary["students"] == len([k for k in want if k.startswith("students/")]) == 120
     assert len(summary["traps"]) >= 15, "the golden class should set off most traps"
     assert "hostile_infinite_loop" in summary["timed_out"]
     assert 0 < summary["score"]["mean"] < summary["max_score"]

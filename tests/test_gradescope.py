@@ -129,7 +129,7 @@ def test_to_results_two_tests_per_item():
     ]
     assert [t["status"] for t in out["tests"]] == ["passed", "passed"] + ["failed"] * 8
     assert [t["max_score"] for t in out["tests"]] == [0, 1, 0, 1, 0, 2, 0, 4, 0, 3]  # the points need both geometries
-    assert [t["visibility"] for t in out["tests"]] == ["visible", "after_due_date"] * 5
+    assert [t["visibility"] for t in out["tests"]] == ["visible", "after_published"] * 5
     assert out["score"] == 1 == sum(t["score"] for t in out["tests"])
     assert out["execution_time"] == 3.14
     assert out["tests"][0]["output"].startswith("PASSED")
@@ -408,7 +408,7 @@ def test_hard_coded_sizes_show_only_after_the_hidden_tests_do(tmp_path):
     visible, hidden = (t for t in results["tests"] if t["name"].startswith("ex2."))
     assert (visible["status"], visible["visibility"]) == ("passed", "visible")
     assert "hardcoded-size" not in visible["output"] and "second" not in visible["output"]
-    assert (hidden["status"], hidden["score"], hidden["visibility"]) == ("failed", 0, "after_due_date")
+    assert (hidden["status"], hidden["score"], hidden["visibility"]) == ("failed", 0, "after_published")
     assert "other sizes" in hidden["output"]
     assert results["score"] == 0
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, EXERCISES, make_submission
+from tests.conftest import CORPUS, EXERCISES, REFERENCE, make_submission
 from tests.test_batch import _SECTION, HOSTILE, _student, hostile_expectation
+from tests.test_honest import BUNDLES, exercise_text
 
 ROOT = Path(__file__).resolve().parents[1]
 CALM = ("alice", "bob", "carol")
@@ -48,6 +49,11 @@ def stormy_class(tmp_path_factory):
     _student(subs, "alice")
     _student(subs, "bob", "ex1", (CORPUS / "ex1" / "dC_fancy_index_add.py").read_text())
     _student(subs, "carol", base=EXERCISES)
+    for k, bundle in enumerate(BUNDLES):  # every honest habit, grouped as tests/test_honest.py grades them
+        files = {f"{ex}.py": exercise_text(cases, ex)[0].decode("utf-8-sig") for ex, cases in bundle.items()}
+        make_submission(subs / f"honest_{k}", files, base=REFERENCE)
+    for case in sorted(CORPUS.glob("ex*/*_ok.py")):  # every correct alternative
+        _student(subs, f"ok_{case.parent.name}_{case.stem}", case.parent.name, case.read_text())
     for case in HOSTILE:
         _student(subs, f"hostile_{case.stem}", hostile_expectation(case)[0], case.read_text())
     subs.chmod(0o755)
@@ -94,6 +100,21 @@ def test_calm_students_are_byte_identical_in_every_mode(runs, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_honest_habits_and_correct_alternatives_get_full_marks_and_no_flag_in_every_mode(runs, mode):
+    out = runs[mode]
+    assert isinstance(out, Path), out
+    hurt = []
+    for path in sorted((out / "students").glob("*.json")):
+        if not path.stem.startswith(("honest_", "ok_", "alice")):
+            continue
+        result = json.loads(path.read_text())
+        traps = sorted({t for i in result["items"] for t in i["traps"]})
+        if result["score"] != result["max_score"] or traps or result.get("flags"):
+            hurt.append(f"{path.stem}: {result['score']}/{result['max_score']} {traps} {result.get('flags')}")
+    assert hurt == []
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_every_hostile_case_gets_its_verdict_in_every_mode(runs, mode):
     out = runs[mode]
     assert isinstance(out, Path), out
@@ -124,3 +145,82 @@ def test_a_run_without_the_minimum_walls_is_refused_unless_unsafe(tmp_path, monk
     with pytest.raises(jail.WallsMissing, match="system-call allow-list"):
         batch.grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, progress=False)
     assert not (tmp_path / "out").exists()
+
+
+GRADESCOPE_CASES = (  # the channels between runs and processes, and what a diagnose-level course must not show
+    "lock_ranges_ex1_to_ex2",
+    "sysv_shm_ex1_to_ex2",
+    "sysv_sem_memory_escape",
+    "posix_mqueue_ex1_to_ex2",
+    "socket_oracle",
+    "chroot_climb_reads_reference",
+    "pdeathsig_lingers",
+    "trap_texts_copied_out",
+    "forged_digest_flag_free",
+)
+
+
+@pytest.fixture(scope="module")
+def autograder_source(tmp_path_factory):
+    """The Gradescope autograder zip, built and unzipped (mode bits kept) as Gradescope does."""
+    import zipfile
+
+    from grader.ship import gradescope
+    from grader.spec.policy import Policy
+
+    if sys.platform != "linux" or os.getuid() != 0 or shutil.which("capsh") is None:
+        pytest.skip("the no-CAP_SYS_ADMIN mode is made from root on Linux with capsh (as CI runs)")
+    base = tmp_path_factory.mktemp("gradescope_modes")
+    course = Policy(secret="the autograder's own secret, fixed", hidden_visibility="visible")
+    out = gradescope.build_autograder_zip(base / "autograder.zip", ROOT, policy=course)
+    source = base / "source"
+    with zipfile.ZipFile(out) as zf:
+        for info in zf.infolist():
+            zf.extract(info, source)
+            if (info.external_attr >> 16) & 0o777:
+                os.chmod(source / info.filename, (info.external_attr >> 16) & 0o777)
+    return source
+
+
+def _autograde(source: Path, root: Path, files: dict[str, str]) -> dict:
+    """Run run_autograder without CAP_SYS_ADMIN (a default Docker container) on these files; return results.json."""
+    (root / "submission").mkdir(parents=True)
+    (root / "results").mkdir()
+    for name, text in files.items():
+        (root / "submission" / name).write_text(text)
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_SOURCE=str(source), PYTHONPATH=str(source))
+    env["PYTHON"] = sys.executable
+    command = _wrap("no-cap-sys-admin", ["bash", str(source / "run_autograder")])
+    proc = subprocess.run(command, cwd=source, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads((root / "results" / "results.json").read_text())
+    results.pop("execution_time", None)
+    return results
+
+
+def test_the_gradescope_autograder_without_cap_sys_admin_holds_against_every_channel(autograder_source, tmp_path):
+    """Each hostile run changes only its own attacked item; a calm run after them all is the calm run before."""
+    reference = {f"ex{k}.py": (ROOT / "reference" / f"ex{k}.py").read_text() for k in range(1, 5)}
+    calm = _autograde(autograder_source, tmp_path / "calm", reference)
+    assert calm["score"] == 42 and not [t for t in calm["tests"] if t.get("name", "").startswith("sandbox")]
+    by_name = {t["name"]: t for t in calm["tests"]}
+    wrong = []
+    for stem in GRADESCOPE_CASES:
+        case = Path(__file__).parent / "hostile" / f"{stem}.py"
+        exercise, item_id, _, (kind, text) = hostile_expectation(case)
+        files = dict(reference)
+        parts = _SECTION.split(case.read_text())
+        for ex, part in [(exercise, parts[0]), *zip(parts[1::2], parts[2::2], strict=True)]:
+            files[f"{ex}.py"] = files[f"{ex}.py"] + "\n\n" + part
+        got = _autograde(autograder_source, tmp_path / stem, files)
+        touched = {exercise, *_SECTION.findall(case.read_text())}
+        for test in got["tests"]:
+            if test["name"].split(".")[0] not in touched and test != by_name.get(test["name"]):
+                wrong.append(f"{stem}: {test['name']} changed")
+        attacked = next(t for t in got["tests"] if t["name"] == f"{item_id} (hidden geometry)")
+        if attacked["score"]:
+            wrong.append(f"{stem}: {item_id} scored {attacked['score']}")
+        if kind == "message" and text.strip() not in json.dumps(got):
+            wrong.append(f"{stem}: {text.strip()!r} not in the results")
+    assert wrong == []
+    assert _autograde(autograder_source, tmp_path / "calm_again", reference) == calm

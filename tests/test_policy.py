@@ -54,7 +54,7 @@ def test_default_policy_is_todays_grading_with_diagnose_messages():
     p = Policy()
     assert p.level == "diagnose" and p.secret is None
     assert [p.item_points(i.id, i.points) for i in catalogue.items()] == [i.points for i in catalogue.items()]
-    assert (p.visibility, p.hidden_visibility) == ("visible", "after_due_date")
+    assert (p.visibility, p.hidden_visibility) == ("visible", "after_published")
 
 
 @pytest.mark.parametrize(

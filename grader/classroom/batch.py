@@ -23,6 +23,7 @@ from grader.submissions.intake import Entry, Skipped, discover, read_entry, with
 from grader.truth import server as prebuild
 
 MANIFEST = "manifest.json"
+JOURNAL = ".graded"  # a line per student as their file is written: what --resume keeps after an interrupted run
 
 
 class BatchNeedsLinux(RuntimeError):
@@ -76,11 +77,47 @@ def _failed(entry, why: str, policy, data) -> dict:
 
     result = failed_result(entry.student, f"The grader could not finish this submission: {why}.", data)
     policy.apply(result)
-    return result.to_dict()
+    out = result.to_dict()
+    out["grader_failed"] = True  # not a score: every output says so, and the run exits non-zero
+    if entry.identity:
+        out["identity"] = dict(entry.identity)
+    if entry.late is not None:
+        out["late"] = entry.late
+    return out
 
 
 def _write_json(path: Path, obj) -> None:
-    path.write_text(json.dumps(obj, indent=2) + "\n")
+    """Write obj as JSON, whole or not at all (an interrupted run never leaves half a file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def _journal(path: Path, student: str, digest: str) -> None:
+    """Append one finished student to the run's journal (one write: a line is there whole or not at all)."""
+    line = json.dumps([student, digest]) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def _read_journal(path: Path) -> dict[str, str]:
+    """Return {student: digest} from a journal; a torn last line (the run was killed mid-write) is ignored."""
+    done = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return done
+    for line in lines:
+        try:
+            student, digest = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(student, str) and isinstance(digest, str):
+            done[student] = digest
+    return done
 
 
 def grade_batch(
@@ -116,8 +153,12 @@ def grade_batch(
         raise EmptyClassError(submissions, skipped)
     (out / "students").mkdir(parents=True, exist_ok=True)
     options = f"{limits.timeout}|{limits.memory_mb}|{data}|{policy.fingerprint()}"
-    manifest_path = out / MANIFEST
+    manifest_path, journal = out / MANIFEST, out / JOURNAL
     manifest = json.loads(manifest_path.read_text()) if resume and manifest_path.exists() else {}
+    if resume:  # what an interrupted run finished before it stopped (one line per student, as each was written)
+        manifest.update(_read_journal(journal))
+    else:
+        journal.unlink(missing_ok=True)
     # read in a throwaway child: the scheduling process must never hold a student's files (see pool.py)
     try:
         digests = pool.in_child(lambda: {e.student: _digest(e, options) for e in entries})
@@ -142,12 +183,13 @@ def grade_batch(
     server = prebuild.serve()
     # the similarity check reads every file but runs no student code: it works beside the grading, in a child
     try:
-        compared = pool.Background(lambda: class_similarity(entries)) if similarity else None
+        compared = pool.Background(lambda: class_similarity(entries, policy.similarity_base)) if similarity else None
     except BaseException:
         if server is not None:
             server.close()
         raise
     bar = report.Progress(len(todo), "grading") if progress else None
+    failed: list[str] = []
     work = [(e, limits, data, policy) for e in todo]
     deadline = per_submission(limits.timeout)  # a bound no honest submission comes near
     with jail.held():  # made here, so the grading processes share it and it is removed when the run ends
@@ -157,8 +199,10 @@ def grade_batch(
                 _write_json(out / "students" / f"{entry.student}.json", result or _failed(entry, why, policy, data))
                 if result is not None:  # a grading process that failed (killed, overran) is graded again on --resume
                     manifest[entry.student] = digests[entry.student]
+                    _journal(journal, entry.student, digests[entry.student])
                 else:
                     manifest.pop(entry.student, None)
+                    failed.append(entry.student)
                 if bar:
                     bar.advance(entry.student)
         except BaseException:
@@ -172,6 +216,7 @@ def grade_batch(
                 bar.close()
     manifest = {k: manifest[k] for k in sorted(manifest) if k in digests}
     _write_json(manifest_path, manifest)
+    journal.unlink(missing_ok=True)  # the manifest holds it all now
     students = {e.student: json.loads((out / "students" / f"{e.student}.json").read_text()) for e in entries}
     if walls.missing_minimum() and progress:
         report.note("sandbox: graded with --unsafe, without: " + "; ".join(walls.missing_minimum()))
@@ -186,6 +231,8 @@ def grade_batch(
         similarity=_similarity(compared),
         canvas_assignment=canvas_assignment,
         sandbox={**walls.to_dict(), "unsafe": bool(walls.missing_minimum())},
+        grader_failed=failed,
+        policy=policy.describe(),
     )
 
 

@@ -146,10 +146,15 @@ def _next_wakeup(running: dict, deadline: float) -> float:
 def _start(task, grade_one, slot: int, tries: int, slot_uid: bool = True) -> _Running:
     r, w = os.pipe()
     gc.freeze()  # nobody collects the inherited heap: a full collection walks all of torch and copies its pages
+    # Ctrl-C held back during fork: arriving in os.fork's at-fork callbacks (logging's), it would be swallowed
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     pid = os.fork()
+    if pid:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending Ctrl-C is raised here, in the scheduler
     if pid == 0:  # the grading process: never returns
         code = 0
         try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(r)
             if jail._LIBC is not None:
                 jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -262,7 +262,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the source checkout: reference/ an
 
 
 @main.command(name="batch")
-@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("submissions", type=click.Path(exists=True, path_type=Path))  # a folder, or a class's .zip
 @click.option(
     "--out",
     "-o",
@@ -302,6 +302,7 @@ def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canva
 
     policy = _policy(course, submissions)
     limits = Limits(timeout=timeout, memory_mb=memory)
+    report.note(_policy_line(policy))
     try:
         summary = grade_batch(
             submissions,
@@ -319,6 +320,26 @@ def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canva
         raise click.ClickException(str(exc)) from exc
     report.note(report.batch_line(summary, out))
     report.note(detail_line(summary))
+    if summary.get("grader_failed"):
+        report.note(
+            f"the grader failed on {len(summary['grader_failed'])} student(s), who have no score: "
+            f"{', '.join(summary['grader_failed'][:10])}; run the same command with --resume to grade them again"
+        )
+        raise SystemExit(3)
+
+
+def _policy_line(policy) -> str:
+    """Say in one line which course policy a batch grades with (or that none was found)."""
+    if not policy.source:
+        return (
+            "course policy: no course.toml found (give --course, or put one in or beside the folder): default "
+            "points, level diagnose, and a random hidden geometry for this run only"
+        )
+    shown = policy.describe()
+    return (
+        f"course policy: {policy.source}: level {shown['level']}, points {shown['points'] or 'default'}, "
+        f"secret {shown['secret']}, Gradescope {shown['visibility']}/{shown['hidden_visibility']}"
+    )
 
 
 def _instructor_policy(course):

@@ -188,7 +188,7 @@ def to_results(
     result: dict,
     *,
     visibility: str = "visible",
-    hidden_visibility: str = "after_due_date",
+    hidden_visibility: str = "after_published",
     execution_time: float | None = None,
 ) -> dict:
     """Convert a grading result (SubmissionResult.to_dict()) into a Gradescope results.json object.

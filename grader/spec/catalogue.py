@@ -110,9 +110,10 @@ def use_submission(sources: dict) -> None:
 
 # Which exercises share a hidden geometry. One sandbox child grades all of a submission's exercises, so no
 # exercise may be given, on its hidden geometry, another's answer as an input: Ex1's calls receive the true dlogits
-# (Ex2's answer) and dhprebn (Ex3's), and Ex3's receive the true dhpreact (an Ex1 item). Ex2 and Ex3 are checked on
-# a hidden geometry of their own; neither is given a gradient the other answers (Ex2 is given none).
-HIDDEN_GROUP = {"ex2": b"|ex2-ex3", "ex3": b"|ex2-ex3"}
+# (Ex2's answer), dhprebn (Ex3's) and, for dC, dW1 ... dbnbias (Ex4's), and Ex3's receive the true dhpreact (an Ex1
+# item). So Ex2 and Ex3 share a hidden geometry of their own (neither is given a gradient the other answers: Ex2 is
+# given none), and Ex4 has one of its own (it is given no gradient at all).
+HIDDEN_GROUP = {"ex2": b"|ex2-ex3", "ex3": b"|ex2-ex3", "ex4": b"|ex4"}
 
 
 def geometries(call: Call, hidden: bool = True) -> tuple[fixture.Geometry, ...]:
