@@ -386,55 +386,74 @@ NUMERIC = (
 _COMPLEX_NAMES = frozenset("complex complex32 complex64 complex128 cfloat cdouble chalf view_as_complex imag".split())
 
 
+_COMPLEX_TEXT = re.compile(r"\d[jJ]\b|complex|cfloat|cdouble|chalf|\bimag\b")
+_LOOP_TEXT = re.compile(r"\b(?:for|while)\b")
+
+
 def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     """Return the places where a source file differentiates numerically (complex step, finite differences)."""
-    if not re.search(r"\d[jJ]\b|complex|cfloat|cdouble|chalf|\bimag\b|/", text):
+    complex_text = _COMPLEX_TEXT.search(text) is not None
+    if not complex_text and not ("/" in text and _LOOP_TEXT.search(text)):  # most files: no parse at all
         return ()
     try:
         tree = bounded.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     found = []
-    for node in ast.walk(tree):
-        what = None
-        if isinstance(node, ast.Constant) and isinstance(node.value, complex):
-            what = "a complex number (complex-step differentiation)"
-        elif isinstance(node, ast.Attribute) and node.attr in _COMPLEX_NAMES:
-            what = f"complex arithmetic .{node.attr} (complex-step differentiation)"
-        elif isinstance(node, ast.Name) and node.id == "complex":
-            what = "complex numbers (complex-step differentiation)"
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _differences(node):
-            what = f"a finite difference in {node.name}() (the forward pass evaluated twice and differenced)"
-        if what:
-            found.append((getattr(node, "lineno", 0), what))
+    for unit in _units(tree):  # one walk over the whole file, unit by unit
+        bound, divisions, loops = {}, [], False
+        for node in ast.walk(unit):
+            if complex_text:
+                what = _complex(node)
+                if what:
+                    found.append((getattr(node, "lineno", 0), what))
+            if isinstance(node, (ast.For, ast.While, ast.comprehension)):
+                loops = True
+            elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.Tuple)):
+                values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                targets = node.targets[0].elts if isinstance(node.targets[0], (ast.Tuple, ast.List)) else node.targets
+                for target, value in zip(targets, values, strict=False):
+                    if isinstance(target, ast.Name) and isinstance(value, ast.Call):
+                        bound[target.id] = value
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.left, ast.BinOp):
+                if isinstance(node.left.op, ast.Sub):
+                    divisions.append(node.left)
+        if loops and isinstance(unit, (ast.FunctionDef, ast.AsyncFunctionDef)) and _differenced(divisions, bound):
+            found.append((unit.lineno, f"a finite difference in {unit.name}() (the forward pass evaluated twice)"))
     lines = text.splitlines()
     return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in sorted(found)[:limit])
 
 
-def _differences(fn: ast.FunctionDef) -> bool:
-    """Tell whether a function, in a loop, divides the difference of two calls of one function by something:
+def _units(tree: ast.Module):
+    """Yield the file's top-level functions, its classes' methods, and every other top-level statement."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            yield from node.body
+        else:
+            yield node
+
+
+def _complex(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, complex):
+        return "a complex number (complex-step differentiation)"
+    if isinstance(node, ast.Attribute) and node.attr in _COMPLEX_NAMES:
+        return f"complex arithmetic .{node.attr} (complex-step differentiation)"
+    if isinstance(node, ast.Name) and node.id == "complex":
+        return "complex numbers (complex-step differentiation)"
+    return None
+
+
+def _differenced(divisions: list[ast.BinOp], bound: dict[str, ast.Call]) -> bool:
+    """Tell whether one of these differences is of two calls of one function on different arguments:
     (f(x + h) - f(x - h)) / (2 * h). A difference of two different functions (softmax - one_hot) is no such thing."""
-    bound: dict[str, ast.Call] = {}  # names bound to the result of a call, in this function
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.Tuple)):
-            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-            targets = node.targets[0].elts if isinstance(node.targets[0], (ast.Tuple, ast.List)) else node.targets
-            for target, value in zip(targets, values, strict=False):
-                if isinstance(target, ast.Name) and isinstance(value, ast.Call):
-                    bound[target.id] = value
 
     def call(e: ast.AST) -> ast.Call | None:
         return e if isinstance(e, ast.Call) else bound.get(e.id) if isinstance(e, ast.Name) else None
 
-    if not any(isinstance(n, (ast.For, ast.While, ast.comprehension)) for n in ast.walk(fn)):
-        return False
-    for node in ast.walk(fn):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.left, ast.BinOp):
-            if not isinstance(node.left.op, ast.Sub):
-                continue
-            a, b = call(node.left.left), call(node.left.right)
-            if a is not None and b is not None and ast.dump(a.func) == ast.dump(b.func) and ast.dump(a) != ast.dump(b):
-                return True
+    for diff in divisions:
+        a, b = call(diff.left), call(diff.right)
+        if a is not None and b is not None and ast.dump(a.func) == ast.dump(b.func) and ast.dump(a) != ast.dump(b):
+            return True
     return False
 
 

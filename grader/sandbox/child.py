@@ -29,6 +29,7 @@ import torch.autograd.functional
 import torch.func
 import torch.nn.functional  # noqa: F401  (imported before the jail closes)
 import torch.testing
+import torch.testing._comparison
 
 from grader.sandbox import arena, forget, jail, wire
 
@@ -199,7 +200,6 @@ def warm_up():
     torch.nn.functional.cross_entropy(x, torch.tensor([0, 1, 2, 0]))
     for shown in (x, torch.randn(300, 300), x.double(), x[0], x.sum(), torch.tensor([1, 2])):  # printing imports too
         repr(shown), str(shown), f"{shown}", format(shown.sum().item(), ".4f"), shown.tolist()
-    torch.testing.assert_close(x, x)  # imports torch.distributed.tensor on first use
     state = torch.get_rng_state()  # torch.manual_seed imports on first use; the grader's own draws stay as they were
     torch.manual_seed(0)
     torch.set_rng_state(state)
@@ -218,6 +218,9 @@ def arm():
     install_autograd_tripwires()
     _close_reflection()
     torch.set_num_threads = _one_thread  # a child has one thread: more would make OpenMP exit the process
+    # torch.testing.assert_close would import torch.distributed.tensor (0.7 s) to look for DTensors, which no child
+    # can hold: it skips that look when distributed counts as absent
+    torch.testing._comparison._HAS_DTENSOR = False
     _SEQUENCE[0] = _sequence_nr()  # what the grader built before this child existed does not count
     _IN_STUDENT[0] = True
 
