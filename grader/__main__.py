@@ -1,5 +1,5 @@
 """Run the grader as `python -m grader`."""
 
-from grader.cli.main import run
+from grader.cli import run
 
 run()

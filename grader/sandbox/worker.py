@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from grader.sandbox import costs, forget, jail, wire
+from grader.sandbox import costs, forget, jail, prespawn, wire
 
 
 @dataclass(frozen=True)
@@ -28,9 +28,9 @@ class Limits:
     """Per-child resource limits."""
 
     timeout: float = 10.0  # wall seconds per request
-    memory_mb: int = 2048  # address space a child may add on top of the warm parent
+    memory_mb: int = prespawn.MEMORY_MB  # address space a child may add on top of the warm parent
     output_bytes: int = 4 << 20  # stdout + stderr a child may write
-    cpu_seconds: int = 600  # CPU seconds over the child's whole life
+    cpu_seconds: int = prespawn.CPU_SECONDS  # CPU seconds over the child's whole life
 
 
 @dataclass
@@ -67,10 +67,7 @@ def current_uid() -> int:
 
 def backend() -> str:
     """Return the sandbox backend: fork on Linux, spawn elsewhere or when GRADER_SANDBOX=spawn."""
-    chosen = os.environ.get("GRADER_SANDBOX", "").strip().lower()
-    if chosen in ("fork", "spawn"):
-        return chosen if (chosen == "spawn" or sys.platform == "linux") else "spawn"
-    return "fork" if sys.platform == "linux" else "spawn"
+    return prespawn.backend()
 
 
 _PROBED: dict[str, jail.Protections] = {}
@@ -179,23 +176,13 @@ class Worker:
         os.set_blocking(req_w, False)
 
     def _start_spawn(self):
-        env = {k: os.environ[k] for k in ("PATH", "SYSTEMROOT", "TEMP", "TMP") if k in os.environ}
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "grader.sandbox.spawned",
-                str(self.limits.memory_mb),
-                str(self.limits.cpu_seconds),
-                *forget.handler_modules(),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.out,
-            env=env,
-            cwd=tempfile.gettempdir(),
-            start_new_session=sys.platform != "win32",
-        )
+        modules = forget.handler_modules()
+        ahead = prespawn.take(self.limits.memory_mb, self.limits.cpu_seconds, modules)
+        if ahead is not None:  # started before this process imported torch (grade exN on a laptop)
+            self.out.close()
+            self.proc, self.out = ahead
+        else:
+            self.proc = prespawn.popen(self.limits.memory_mb, self.limits.cpu_seconds, modules, self.out)
         self.pid = self.proc.pid
         self._frames: queue.Queue = queue.Queue()
         threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
