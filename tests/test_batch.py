@@ -186,3 +186,20 @@ def test_resume_grades_again_a_student_whose_grading_process_failed(tmp_path, mo
     grade_batch(subs, out, jobs=1, limits=LIMITS, resume=True, progress=False)
     assert json.loads((out / "students" / "bob.json").read_text())["score"] == 42
     assert (out / "students" / "alice.json").stat().st_mtime_ns == stamp  # alice was kept
+
+
+def test_progress_without_a_terminal_logs_rate_and_eta_every_ten_seconds():
+    import io
+
+    from grader.show.table import Progress
+
+    now = [100.0]
+    out = io.StringIO()  # not a terminal
+    bar = Progress(40, "grading", stream=out, clock=lambda: now[0])
+    for k in range(40):
+        now[0] += 1.0  # one student a second
+        bar.advance(f"s{k}")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "grading: 1/40 s0 (1.0 per s, about 39 s left)"
+    assert [ln.split()[1] for ln in lines] == ["1/40", "11/40", "21/40", "31/40", "40/40"]
+    assert lines[-1] == "grading: 40/40 s39 (done in 40 s)"

@@ -7,6 +7,7 @@ import re
 import shutil
 import sys
 import textwrap
+import time
 
 import click
 
@@ -162,12 +163,17 @@ def note(message: str):
 
 
 class Progress:
-    """A progress bar with ETA on a terminal; one log line per tenth of the work otherwise."""
+    """A progress bar with ETA on a terminal; otherwise a log line with the rate and ETA, at most every LOG_EVERY
+    seconds (and for the first and last unit), so a log or CI shows steady progress whatever the class size."""
 
-    def __init__(self, total: int, label: str = "grading", stream=None):
+    LOG_EVERY = 10.0  # seconds between log lines without a terminal
+
+    def __init__(self, total: int, label: str = "grading", stream=None, clock=time.monotonic):
         self.total, self.done, self.label = total, 0, label
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
+        self.clock = clock
+        self.started = self.last = clock()
         self._bar = None
         if self.tty:
             self._bar = click.progressbar(length=total, label=label, file=self.stream, show_eta=True, show_pos=True)
@@ -178,8 +184,22 @@ class Progress:
         self.done += 1
         if self._bar is not None:
             self._bar.update(1)
-        elif self.total and (self.done == self.total or self.done % max(1, self.total // 10) == 0):
-            click.echo(visible(f"{self.label}: {self.done}/{self.total} {what}".rstrip()), file=self.stream)
+            return
+        now = self.clock()
+        if not self.total or (self.done not in (1, self.total) and now - self.last < self.LOG_EVERY):
+            return
+        self.last = now
+        click.echo(
+            visible(f"{self.label}: {self.done}/{self.total} {what}".rstrip() + self._pace(now)), file=self.stream
+        )
+
+    def _pace(self, now: float) -> str:
+        """Return ' (R per s, about S s left)' from the pace so far ('' before there is any)."""
+        spent = now - self.started
+        if spent <= 0 or self.done >= self.total:
+            return f" (done in {spent:.0f} s)" if self.done >= self.total and spent > 0 else ""
+        rate = self.done / spent
+        return f" ({rate:.1f} per s, about {(self.total - self.done) / rate:.0f} s left)"
 
     def close(self):
         if self._bar is not None:
