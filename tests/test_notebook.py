@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from html import escape as html_escape
 from pathlib import Path
 
 import nbformat
@@ -125,10 +126,11 @@ def test_a_cell_that_is_not_python_errors_its_exercise_with_the_cell_named(tmp_p
     k = next(i for i, (_, t) in enumerate(cells) if t == lecture.EX2)
     cells[k] = ("code", lecture.EX2.replace("dlogits /= n", "dlogits /= n)"))
     items, sources, notes = _graded(tmp_path, cells, ("ex2",))
-    assert items["ex2.dlogits"].status == "error"
-    assert "SyntaxError" in items["ex2.dlogits"].message
-    assert sources["ex2"].label == "hw.ipynb cell 13" and sources["ex2"].where(5) == "cell 13, line 5"
-    assert any(n.startswith("cell 13, line 5: not valid Python") for n in notes)
+    assert items["ex2.dlogits"].status == "error" and items["ex2.dlogits"].scope == "file"
+    at = msg.BROKEN_AT_LINE.format(where="cell 13, line 5", code="dlogits /= n)")
+    assert items["ex2.dlogits"].message == msg.BROKEN_CELL.format(at=at, error="unmatched ')'", exercise="ex2")
+    assert sources["ex2"].label == "hw.ipynb cell 13"
+    assert not any("not valid Python" in n for n in notes), notes  # said once: by the exercise's item
 
 
 def test_a_notebook_of_stub_functions_is_graded_as_is(tmp_path):
@@ -340,3 +342,113 @@ def test_ex2_worked_through_the_losss_steps_is_ex2(tmp_path):
     items, sources, notes = _graded(tmp_path, cells, exercises=("ex1", "ex2"))
     assert items["ex2.dlogits"].status == "passed", notes
     assert sum(i.status == "passed" for i in items.values()) == 26  # Ex1 still its own cell (dbnmeani aside)
+
+
+# --- the honest student is never hurt: cells, not files; the order cells ran in; the course's points ---------
+
+
+def _check(monkeypatch, inputs: list[str], numbers: list[int] | None = None, *args, **kwargs):
+    """Run check() on a made-up kernel history; return what it displayed (a CheckReport)."""
+    import IPython.display
+
+    import grader.cli.check as module
+
+    shown = []
+    numbers = numbers or list(range(1, len(inputs) + 1))
+    monkeypatch.setattr(module, "_history", lambda: (list(inputs), list(numbers)))
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    module.check(*args, **kwargs)
+    (report,) = shown
+    return report
+
+
+def _everything_said(report) -> str:
+    """Return all a student sees of a check(): its text table, its HTML table and the item messages."""
+    return "\n".join([repr(report), report._repr_html_(), *(i.message for i in report.result.items)])
+
+
+IMPORTS = "import torch\nimport torch.nn.functional as F"
+
+
+def test_check_before_any_ex1_cell_ran_speaks_of_cells_once(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    report = _check(monkeypatch, [IMPORTS, lecture.EX2], None, "ex1")
+    wanted = msg.NOT_RUN.format(source=msg.IN_KERNEL, names=msg.WANTED["ex1"], number="1")
+    assert {(i.status, i.message) for i in report.result.items} == {("not_attempted", wanted)}
+    html = report._repr_html_()
+    assert html.count(html_escape(wanted)) == 1  # above the table, once for the 26 items
+    assert "<b>ex1</b> (26 items todo)" in html and repr(report).startswith("ex1 (26 items todo): No cell run")
+    assert msg.NOT_FOUND.format(exercise="ex1", names=msg.WANTED["ex1"]) not in report.notes  # the table says it
+    assert ".py" not in _everything_said(report)
+
+
+def test_check_names_a_broken_cell_and_a_missing_gradient_by_their_cells(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    ex1 = "\n".join(line for line in lecture.EX1.format(dC="").splitlines() if not line.startswith("cmp("))
+    broken = lecture.EX3.replace("dhprebn = bngain", "dhprebn = (bngain")
+    inputs = [IMPORTS, ex1, lecture.EX2, "check('ex2')", lecture.EX3_FORWARD, broken]
+    report = _check(monkeypatch, inputs, [1, 4, 5, 6, 8, 9])
+    items = {i.id: i for i in report.result.items}
+    code = broken.splitlines()[2]
+    at = msg.BROKEN_AT_LINE.format(where="In [9], line 3", code=code[:87] + " ...")
+    said = msg.BROKEN_CELL.format(at=at, error="'(' was never closed", exercise="ex3")
+    assert (items["ex3.dhprebn"].status, items["ex3.dhprebn"].message) == ("error", said)
+    assert _everything_said(report).count("was never closed") == 3  # once in the text, the HTML and the item
+    assert not any("not valid Python" in n for n in report.notes)
+    assert items["ex1.dC"].status == "not_attempted"
+    assert items["ex1.dC"].message == msg.GRADIENT_NOT_RUN.format(source=msg.IN_KERNEL, name="dC")
+    assert items["ex1.dhprebn"].status == "passed" and items["ex2.dlogits"].status == "passed"
+    ex4 = msg.NOT_RUN.format(source=msg.IN_KERNEL, names=msg.WANTED["ex4"], number="4")
+    assert {i.message for i in report.result.items if i.exercise == "ex4"} == {ex4}
+    assert ".py" not in _everything_said(report)
+
+
+def _counted(cells, counts: dict[int, int]):
+    """Return the lecture notebook with execution counts: code cells numbered in order, some set by cell number."""
+    nb = lecture.notebook(cells)
+    k = 0
+    for number, cell in enumerate(nb.cells, start=1):
+        if cell.cell_type == "code":
+            k += 1
+            cell.execution_count = counts.get(number, k)
+    return nb
+
+
+def test_a_saved_notebook_run_out_of_order_is_graded_top_to_bottom_and_says_so(tmp_path):
+    cells = lecture.lecture_cells()
+    k = _ex1_cell(cells)  # cell k + 1 on screen
+    # a second dC cell just below Ex1's, run before it: top to bottom it is the one that counts
+    cells.insert(k + 1, ("code", lecture.DC_REPEATED))
+    path = tmp_path / "hw.ipynb"
+    nbformat.write(_counted(cells, {k + 1: 30}), str(path))
+    sources, notes = notebook_sources(path)
+    note = msg.FILE_ORDER.format(above=30, above_cell=f"cell {k + 1}", below=11, below_cell=f"cell {k + 2}")
+    assert notes[0] == note, notes
+    result = grade(Submission("hw", sources, notes), ("ex1",), only=["dC"])
+    assert [(i.status, i.traps) for i in result.items] == [("failed", ["dC-repeated-rows"])]
+    in_order = tmp_path / "in_order.ipynb"
+    nbformat.write(_counted(lecture.lecture_cells(), {}), str(in_order))
+    assert not any(n.startswith("cells ran out of order") for n in notebook_sources(in_order)[1])
+
+
+def test_check_says_it_grades_in_the_order_the_kernel_ran_the_cells():
+    ex1 = lecture.EX1.format(dC=lecture.DC_LOOP)
+    _, notes = history_sources([IMPORTS, lecture.EX2, ex1], [1, 3, 9])
+    late, early = {"late": "In [9]", "late_exercise": "Exercise 1"}, {"early": "In [3]", "early_exercise": "Exercise 2"}
+    assert notes[0] == msg.KERNEL_ORDER.format(**late, **early)
+    _, notes = history_sources([IMPORTS, ex1, lecture.EX2], [1, 3, 9])
+    assert not any(n.startswith("cells ran out of order") for n in notes)
+
+
+def test_checks_table_shows_points_as_the_course_sets_them(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    report = _check(monkeypatch, [IMPORTS, lecture.EX2], None, "ex2")
+    assert "<th style='padding:2px 8px;text-align:left;vertical-align:top'>points</th>" in report._repr_html_()
+    assert ">2/2</td>" in report._repr_html_() and " 2/2 " in repr(report)  # the grader's own points
+    (tmp_path / "course.toml").write_text('[points]\n"ex2.dlogits" = 5\n')
+    report = _check(monkeypatch, [IMPORTS, lecture.EX2], None, "ex2")
+    assert ">5/5</td>" in report._repr_html_() and " 5/5 " in repr(report)
+    assert msg.CHECK_COURSE.format(path=tmp_path / "course.toml") in report.notes
+    (tmp_path / "other.toml").write_text('[points]\n"ex2.dlogits" = 3\n')
+    report = _check(monkeypatch, [IMPORTS, lecture.EX2], None, "ex2", course=str(tmp_path / "other.toml"))
+    assert ">3/3</td>" in report._repr_html_()

@@ -61,6 +61,10 @@ def test_check_shows_the_lecture_answers_graded_inline(executed):
     assert "<code>ex1.dbnmeani</code>" in table and "shape-mismatch" in table
     assert table.count(">passed<") == 25 and table.count(">FAILED<") == 1
     assert "ex1: graded In [" in table
+    # a points column, as the terminal table has it: no course.toml here, so the grader's own points
+    assert ">points</th>" in table and ">0/1</td>" in table and table.count(">1/1</td>") == 25
+    said = [t for outs in executed.values() for kind in ("text/html", "text/plain") for t in _data(outs, kind)]
+    assert said and not any(".py" in t or "ran out of order" in t for t in said)  # cells, run in order
     (picture,) = _data(executed['check("ex1", plot=True)'], "image/png")
     assert len(picture) > 1000
     for ex, points in (("ex2", "2/2"), ("ex3", "4/4"), ("ex4", "10/10")):

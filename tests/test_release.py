@@ -398,3 +398,25 @@ def test_the_real_bundle_of_a_diagnose_course_holds_no_formula(bundle):
     text = (bundle / "grader" / "grading" / "traps.py").read_text()
     assert text.startswith("# The course's messages stop at diagnose level")
     assert not [f for f in FORMULAS if f in text]
+
+
+@pytest.mark.parametrize("level", ["diagnose", "hint"])
+def test_a_bundle_holds_no_text_above_its_courses_level_in_code_or_comments(tmp_path, level):
+    """Every message text above the level, and (below hint) the formulas comments and docstrings spell out, are gone."""
+    from grader.grading.traps import TRAPS
+
+    def texts(field: str) -> set[str]:
+        values = [getattr(t, field) for t in TRAPS.values()]
+        return {x for v in values for x in (v.values() if isinstance(v, dict) else [v]) if isinstance(x, str)}
+
+    allowed = texts("diagnose") | texts("concept") | (texts("hint") if level == "hint" else set())
+    above = texts("explain") | (texts("hint") if level == "diagnose" else set())
+    above = {x for x in above - allowed if len(x) > 40}
+    formulas = {"1 - h**2", "(1 - h**2) * dh"} if level == "diagnose" else set()
+    project = "\n".join(p.read_text() for p in (ROOT / "grader").rglob("*.py"))
+    assert above and all(f in project for f in formulas)  # in a Variant's docstring and a recogniser's
+    out = release.build_release(tmp_path / "bundle", ROOT, policy=policy.Policy(level=level))
+    shipped = "\n".join(p.read_text() for p in (out / "grader").rglob("*.py"))
+    assert not [t[:60] for t in above | formulas if t in shipped], f"text above {level} ships"
+    helped = subprocess.run([sys.executable, "-m", "grader", "--help"], cwd=out, capture_output=True, text=True)
+    assert helped.returncode == 0 and "Student commands" in helped.stdout  # it still runs, its --help intact

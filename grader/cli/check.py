@@ -53,31 +53,71 @@ def _plots(exercises, result, data):
     return buf.getvalue()
 
 
-def check(exercise: str | None = None, *, plot: bool = False, data: str | None = None, timeout: float = 10.0):
-    """Grade the exercise cells run in this kernel ('ex1' .. 'ex4', or all) and display the table inline."""
+def _course(course) -> tuple:
+    """Return (policy, the course.toml it came from or None): course, else one in or above the working folder.
+
+    In Jupyter the working folder is the notebook's: the released bundle's course.toml sits beside
+    backprop_ninja.ipynb. Then beside the grader package itself (the bundle's folder, installed with -e).
+    """
+    from pathlib import Path
+
+    from grader.spec.policy import FILENAME, Policy, find, load
+
+    if course is not None:
+        return load(course), Path(course)
+    found = find(Path.cwd(), inside=True)
+    if found is None:
+        beside = Path(__file__).resolve().parents[2] / FILENAME
+        found = beside if beside.is_file() else None
+    return (load(found), found) if found is not None else (Policy(), None)
+
+
+def check(
+    exercise: str | None = None,
+    *,
+    plot: bool = False,
+    data: str | None = None,
+    timeout: float = 10.0,
+    course: str | None = None,
+):
+    """Grade the exercise cells run in this kernel ('ex1' .. 'ex4', or all) and display the table inline.
+
+    course: a course.toml whose points and message level to use; by default the one in the notebook's folder
+    (or the folder above it), else the grader's own points.
+    """
     import torch
     from IPython.display import Image, Markdown, display
 
     from grader.grading.runner import grade
     from grader.sandbox import Limits
     from grader.show.notebook import CheckReport
+    from grader.spec.policy import grade_kwargs
     from grader.submissions.notebook import history_sources
     from grader.submissions.notebook.submission import notes_for
+    from grader.submissions.notebook.wording import in_cells
     from grader.submissions.sources import Submission
 
     exercises = _exercises(exercise)
     inputs, numbers = _history()
+    policy, found = _course(course)
     sources, notes = history_sources(inputs, numbers)
     notes = notes_for(notes, exercises)
     threads = torch.get_num_threads()
     try:
-        result = grade(Submission("notebook", sources, notes), exercises, data=data, limits=Limits(timeout=timeout))
+        result = grade(
+            Submission("notebook", sources, notes),
+            exercises,
+            data=data,
+            limits=Limits(timeout=timeout),
+            **grade_kwargs(policy),
+        )
     finally:
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         from grader.sandbox import child
 
         child.unhook_backward_kernels()  # torch's own backward kernels, hooked for the sandboxes forked here
+    notes = in_cells(result, sources, notes) + ([msg.CHECK_COURSE.format(path=found)] if found else [])
     display(CheckReport(result, notes))
     if plot:
         picture = _plots(exercises, result, data)

@@ -149,8 +149,13 @@ def _make_grade_command(which: str):
         if not isinstance(graded, Path):  # a notebook or an archive: say which cells or files were graded
             from grader.submissions.notebook.submission import notes_for
 
+            notes = list(graded.notes)
+            if str(submission).lower().endswith(".ipynb"):  # a notebook's student has cells, not files
+                from grader.submissions.notebook.wording import in_cells
+
+                notes = in_cells(result, graded.sources, notes, source=f"of {Path(submission).name}")
             result.extra.update(graded.to_dict())
-            for line in [] if as_json else notes_for(graded.notes, exercises):
+            for line in [] if as_json else notes_for(notes, exercises):
                 report.note(line)
         if extra.get("full"):
             from grader.cli.training import run_full
@@ -398,6 +403,44 @@ def gradescope_cmd(out_zip, visibility, course, unsafe):
     except (FileNotFoundError, RuntimeError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     report.note(f"Autograder zip written to {path}")
+
+
+@main.command(name="prairielearn")
+@click.argument("outdir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--course",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The course policy (secret included) to grade with. Default: ./course.toml if there is one.",
+)
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per function call.")
+@click.option(
+    "--deadline",
+    type=float,
+    default=100.0,
+    show_default=True,
+    help="Seconds one submission's whole grading may take; keep it below info.json's timeout.",
+)
+@click.option(
+    "--unsafe",
+    is_flag=True,
+    help="Let the grader grade even where the sandbox's minimum walls cannot be put up (refused otherwise).",
+)
+def prairielearn_cmd(outdir, course, timeout, deadline, unsafe):
+    """Write PrairieLearn course files in OUTDIR: serverFilesCourse/backprop_ninja/ and PRAIRIELEARN.md."""
+    from grader.ship import prairielearn
+
+    policy = _instructor_policy(course)
+    try:
+        path = prairielearn.build_course_files(
+            outdir, ROOT, policy=policy, unsafe=unsafe, timeout=timeout, deadline=deadline
+        )
+    except (FileExistsError, FileNotFoundError, RuntimeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    report.note(
+        f"PrairieLearn course files written to {path}: copy serverFilesCourse/{prairielearn.FOLDER}/ into your "
+        "course repository; PRAIRIELEARN.md says which image to build and what goes in info.json"
+    )
 
 
 def run():

@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from grader.spec.policy import LEVELS
 from grader.spec.stubs import STUB_FILES, check_stub, committed_stubs, is_stub_body  # noqa: F401 (re-exported)
 
 MIN_LEAK_CHARS = 10  # a solution line shorter than this (whitespace removed) is too generic to count
@@ -244,34 +245,66 @@ def _ignore(_dir: str, names: list[str]) -> list[str]:
     return skip + [n for n in names if Path(n).suffix in _SKIP_SUFFIXES]
 
 
-class _DiagnoseOnly(ast.NodeTransformer):
-    """Rewrite traps.py so that every message says at hint and full level what it says at diagnose level."""
+class _CapLevel(ast.NodeTransformer):
+    """Rewrite traps.py so that no message says more than the course's level: the levels above say what it says."""
+
+    def __init__(self, level: str):
+        self.level = level
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id == "Trap" and len(node.args) >= 4:
-            node.args[2] = node.args[1]  # hint: the diagnose text
-            node.args[3] = ast.Constant("")  # explain: may hold the answer line
+            if self.level == "diagnose":
+                node.args[2] = node.args[1]  # hint: the diagnose text
+            node.args[3] = ast.Constant("")  # explain: may hold the answer line (full level)
         return node
 
     def visit_Dict(self, node: ast.Dict) -> ast.AST:
         self.generic_visit(node)
         keys = [k.value if isinstance(k, ast.Constant) else None for k in node.keys]
-        if "diagnose" in keys:
-            diagnose = node.values[keys.index("diagnose")]
-            node.values = [diagnose if k in ("hint", "full") else v for k, v in zip(keys, node.values, strict=True)]
+        if self.level in keys:
+            kept = node.values[keys.index(self.level)]
+            above = LEVELS[LEVELS.index(self.level) + 1 :]
+            node.values = [kept if k in above else v for k, v in zip(keys, node.values, strict=True)]
         return node
 
 
-def cap_messages(traps_py: Path) -> None:
-    """Strip from a bundle's traps.py every message text above diagnose level (formulas, answer lines).
+def cap_messages(traps_py: Path, level: str = "diagnose") -> None:
+    """Strip from a bundle's traps.py every message text above the course's level (formulas, answer lines).
 
-    A course at diagnose level ships a grader that cannot say more, whatever --level or course.toml a student
-    then passes: the texts are not in the bundle at all.
+    A course at diagnose (or hint) level ships a grader that cannot say more, whatever --level or course.toml a
+    student then passes: the texts are not in the bundle at all.
     """
-    tree = _DiagnoseOnly().visit(ast.parse(traps_py.read_text(encoding="utf-8")))
-    header = "# The course's messages stop at diagnose level: `grade release` removed the hint and full texts.\n"
+    tree = _CapLevel(level).visit(ast.parse(traps_py.read_text(encoding="utf-8")))
+    header = f"# The course's messages stop at {level} level: `grade release` removed the texts above it.\n"
     traps_py.write_text(header + ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
+
+
+class _NoDocstrings(ast.NodeTransformer):
+    """Drop every docstring (a module's, a class's, a function's): they explain the grader, formulas included."""
+
+    def _strip(self, node):
+        self.generic_visit(node)
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            if isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+        return node
+
+    visit_Module = visit_ClassDef = visit_FunctionDef = visit_AsyncFunctionDef = _strip
+
+
+def strip_explanations(package: Path) -> None:
+    """Rewrite a bundled grader without comments or docstrings (the CLI's, which are its --help, stay).
+
+    Comments and docstrings explain how the grader recognises each bug, sometimes with the formula it expects
+    (`1 - h**2`): a course below full level ships code that runs the same and says none of it.
+    """
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if "cli" not in path.relative_to(package).parts:
+            tree = _NoDocstrings().visit(tree)
+        path.write_text(ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
 
 
 def build_release(outdir: Path, project_root: Path, policy=None) -> Path:
@@ -302,8 +335,11 @@ def build_release(outdir: Path, project_root: Path, policy=None) -> Path:
         for name, source in stubs.items():
             (staging / "exercises" / name).write_bytes(source)
         shutil.copytree(project_root / "grader", staging / "grader", ignore=_ignore)  # every subpackage
-        if (policy or Policy()).level == "diagnose" and (staging / "grader" / "grading" / "traps.py").is_file():
-            cap_messages(staging / "grader" / "grading" / "traps.py")
+        level = (policy or Policy()).level
+        if level != "full":  # no text above the course's level, in messages, comments or docstrings
+            strip_explanations(staging / "grader")
+            if (staging / "grader" / "grading" / "traps.py").is_file():
+                cap_messages(staging / "grader" / "grading" / "traps.py", level)
         shutil.copy2(project_root / "pyproject.toml", staging / "pyproject.toml")
         (staging / "README.md").write_text(student_readme(), encoding="utf-8")
         from grader.ship.student_notebook import write_student_notebook

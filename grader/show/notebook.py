@@ -1,4 +1,7 @@
-"""How check() shows a result: an HTML table in a notebook, the text table in a terminal."""
+"""How check() shows a result: an HTML table in a notebook, the text table in a terminal.
+
+Both have the terminal table's columns, points included, and say a whole exercise's problem once, above.
+"""
 
 from __future__ import annotations
 
@@ -37,29 +40,39 @@ class CheckReport:
         p.text(repr(self))
 
     def _repr_html_(self) -> str:
-        head = "".join(
-            f"<th style='{_CELL}'>{h}</th>" for h in ("item", "status", "exact", "approx", "maxdiff", "traps")
-        )
+        columns = ("item", "status", "points", "exact", "approx", "maxdiff", "traps")
+        head = "".join(f"<th style='{_CELL}'>{h}</th>" for h in columns)
         rows = []
         for item in self.result.items:
             color = _COLOR.get(item.status, "inherit")
             cells = [
                 f"<code>{html.escape(item.id)}</code>",
                 f"<b style='color:{color}'>{_LABEL.get(item.status, item.status)}</b>",
+                f"{item.score:g}/{item.max_score:g}",
                 _fmt(item.exact),
                 _fmt(item.approx),
                 _fmt(item.maxdiff),
                 html.escape(", ".join(item.traps)),
             ]
             rows.append("<tr>" + "".join(f"<td style='{_CELL}'>{c}</td>" for c in cells) + "</tr>")
-            if item.message and (item.status not in ("passed", "not_attempted") or item.traps):
+            shown = item.status not in ("passed", "not_attempted") or item.traps
+            if item.message and shown and item.scope == "item":  # a whole exercise's problem is said once, above
+                text = html.escape(item.message)
                 rows.append(
-                    f"<tr><td></td><td colspan='5' style='{_CELL};color:#555'>{html.escape(item.message)}</td></tr>"
+                    f"<tr><td></td><td colspan='{len(columns) - 1}' style='{_CELL};color:#555'>{text}</td></tr>"
                 )
+        problems = "".join(
+            f"<p style='margin:2px 0'><b>{html.escape(p['file'])}</b> ({len(p['items'])} "
+            f"item{'s' if len(p['items']) != 1 else ''} {_LABEL.get(p['status'], p['status'])}): "
+            f"{html.escape(p['message'])}</p>"
+            for p in self.result.problems
+        )
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
         summary = html.escape(report.summary_line(self.result))
+        points = report.points_note(self.result)
         return (
-            f"<table style='border-collapse:collapse;font-size:90%'><thead><tr>{head}</tr></thead>"
+            problems + f"<table style='border-collapse:collapse;font-size:90%'><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table><p><b>{summary}</b></p>"
+            + (f"<p style='font-size:85%;color:#555'>{html.escape(points)}</p>" if points else "")
             + (f"<ul style='font-size:85%;color:#555'>{notes}</ul>" if notes else "")
         )

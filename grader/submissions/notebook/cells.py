@@ -25,6 +25,7 @@ class Cell:
     code: str = ""
     markdown: str = ""
     magic: str = ""  # the %%magic that makes this cell something other than Python
+    count: int | None = None  # its execution count: In [k] of a saved notebook, or k of a kernel's history
 
     def where(self, line: int) -> str:
         """Return how a message names a line of this cell: 'cell 14, line 3'."""
@@ -46,10 +47,10 @@ def python_of(text: str) -> tuple[str, str]:
     return "\n".join(out) + ("\n" if out else ""), ""
 
 
-def code_cell(label: str, text: str) -> Cell:
-    """Return a code cell from its raw text."""
+def code_cell(label: str, text: str, count: int | None = None) -> Cell:
+    """Return a code cell from its raw text (count: its In [k], when it ran)."""
     code, magic = python_of(text)
-    return Cell(label, code, magic=magic)
+    return Cell(label, code, magic=magic, count=count)
 
 
 def _statements(code: str) -> int:
@@ -74,7 +75,9 @@ def read_notebook(path: Path) -> list[Cell]:
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
         if cell.get("cell_type") == "code":
-            cells.append(code_cell(f"cell {k}", source))
+            count = cell.get("execution_count")
+            count = count if isinstance(count, int) and not isinstance(count, bool) else None
+            cells.append(code_cell(f"cell {k}", source, count))
         else:
             cells.append(Cell(f"cell {k}", markdown=source))
     lines = sum(_statements(c.code) for c in cells)

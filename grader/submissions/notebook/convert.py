@@ -78,10 +78,11 @@ def _functions(ex: str, cells: list[layout.Parsed], ctx: build.Context) -> tuple
     return fns, what, kept
 
 
-def _exercise(ex, cells, ctx, name, path) -> tuple[Source | None, list[str]]:
+def _exercise(ex, cells, ctx, name, path) -> tuple[Source | None, list[str], list[Cell]]:
+    """Return an exercise's Source, its notes and the cells it was built from (none: no cell gives it)."""
     fns, what, defined = _functions(ex, cells, ctx)
     if not fns and not defined:
-        return None, []
+        return None, [], []
     text = _Text()
     text.add(f"# {ex}, converted by the grader from the notebook's cells")
     for imp in ctx.imports:
@@ -108,42 +109,93 @@ def _exercise(ex, cells, ctx, name, path) -> tuple[Source | None, list[str]]:
     unplaced = sum(1 for fn in fns if fn.problem)
     if unplaced:
         notes.append(msg.UNPLACED.format(exercise=ex, count=unplaced))
-    return source, notes
+    return source, notes, used_cells
+
+
+def _short(code: str) -> str:
+    """Return a line as a message quotes it: stripped, and shortened past 90 characters."""
+    code = code.strip()
+    return code if len(code) <= 90 else code[:87] + " ..."
 
 
 def _broken_source(ex: str, p: layout.Parsed, name: str, path: str) -> Source:
-    """Return the cell that is not Python as the exercise's source, so loading it reports the SyntaxError."""
+    """Return an exercise whose cell is not Python: loading it raises the one message naming the cell and line.
+
+    The runner shows a NotebookError's message as it is, once for the whole exercise; a cell handed over as it is
+    would be called a file that cannot be read, under the exercise file's name.
+    """
     lines = p.cell.code.splitlines()
-    where = tuple(p.cell.where(k) for k in range(1, len(lines) + 1))
-    return Source(ex, f"{path}[{ex}]", p.cell.code, _label(name, [p.cell]), where)
+    where = p.cell.where(p.error_line) if p.error_line else p.cell.label
+    code = _short(lines[p.error_line - 1]) if 0 < p.error_line <= len(lines) else ""
+    at = msg.BROKEN_AT_LINE.format(where=where, code=code) if code else where
+    text = msg.BROKEN_CELL.format(at=at, error=p.error[:200], exercise=ex)
+    body = [f"# {ex}: {p.cell.label} is not valid Python", *build.PREAMBLE, f"raise {build.ERROR_CLASS}({text!r})"]
+    return Source(ex, f"{path}[{ex}]", "\n".join(body) + "\n", _label(name, [p.cell]), tuple([where] * len(body)))
 
 
-def sources_from_cells(cells: list[Cell], name: str = "", path: str = "<notebook>") -> tuple[dict, list[str]]:
-    """Return ({exercise: Source}, notes) for a notebook's cells in order; never raises on a student's code."""
+def _file_order(cells: list[Cell]) -> str | None:
+    """Return the note for a saved notebook whose cells ran out of order (a cell run before one above it)."""
+    top = None  # the code cell above with the highest execution count
+    for cell in cells:
+        if cell.count is None:
+            continue
+        if top is not None and cell.count < top.count:
+            return msg.FILE_ORDER.format(above=top.count, above_cell=top.label, below=cell.count, below_cell=cell.label)
+        if top is None or cell.count > top.count:
+            top = cell
+    return None
+
+
+def _kernel_order(used: dict[str, list[Cell]]) -> str | None:
+    """Return the note for a kernel whose history ran an exercise's cells after a later exercise's cells."""
+    found = [ex for ex in catalogue.EXERCISES if used.get(ex)]
+    for k, ex in enumerate(found):
+        late = max(used[ex], key=lambda c: c.count or 0)
+        for other in found[k + 1 :]:
+            early = min(used[other], key=lambda c: c.count or 0)
+            if (late.count or 0) > (early.count or 0):
+                return msg.KERNEL_ORDER.format(
+                    late=late.label,
+                    late_exercise=f"Exercise {ex[2:]}",
+                    early=early.label,
+                    early_exercise=f"Exercise {other[2:]}",
+                )
+    return None
+
+
+def sources_from_cells(
+    cells: list[Cell], name: str = "", path: str = "<notebook>", *, kernel: bool = False
+) -> tuple[dict, list[str]]:
+    """Return ({exercise: Source}, notes) for a notebook's cells in order; never raises on a student's code.
+
+    kernel: the cells are a kernel's history, in the order they ran (a saved notebook's are top to bottom).
+    """
     parsed = layout.parse(cells)
     ctx = build.context(parsed)
     groups = layout.classify(parsed)
     broken = layout.broken_cells(parsed)
     position = {id(p): k for k, p in enumerate(parsed)}
-    sources, notes = {}, []
-    for p in parsed:
-        if p.error:
-            where = p.cell.where(p.error_line) if p.error_line else p.cell.label
-            notes.append(msg.SYNTAX.format(where=where, error=p.error))
+    sources, notes, used, said = {}, [], {}, set()
     for ex in catalogue.EXERCISES:
         cells_ex = groups[ex]
         bad = broken.get(ex)
         if bad is not None and all(position[id(c)] < position[id(bad)] for c in cells_ex):
-            sources[ex] = _broken_source(ex, bad, name, path)
-            notes.append(msg.SYNTAX_EXERCISE.format(exercise=ex, where=bad.cell.label))
+            sources[ex] = _broken_source(ex, bad, name, path)  # said once, by the exercise's items
+            used[ex], said = [bad.cell], said | {id(bad)}
             continue
-        source, ex_notes = _exercise(ex, cells_ex, ctx, name, path)
+        source, ex_notes, used[ex] = _exercise(ex, cells_ex, ctx, name, path)
         notes += ex_notes
         if source is None:
             notes.append(msg.NOT_FOUND.format(exercise=ex, names=msg.WANTED[ex]))
         else:
             sources[ex] = source
-    return sources, notes
+    skipped = []
+    for p in parsed:
+        if p.error and id(p) not in said:  # a cell not Python that no exercise's items speak of
+            where = p.cell.where(p.error_line) if p.error_line else p.cell.label
+            skipped.append(msg.SYNTAX.format(where=where, error=p.error))
+    order = _kernel_order(used) if kernel else _file_order(cells)
+    return sources, ([order] if order else []) + skipped + notes
 
 
 def notebook_sources(path: Path) -> tuple[dict[str, Source], list[str]]:
@@ -162,5 +214,5 @@ def notebook_sources(path: Path) -> tuple[dict[str, Source], list[str]]:
 def history_sources(inputs: list[str], numbers: list[int] | None = None) -> tuple[dict[str, Source], list[str]]:
     """Return ({exercise: Source}, notes) for a kernel's input history, each input labelled 'In [k]'."""
     numbers = numbers or list(range(1, len(inputs) + 1))
-    cells = [code_cell(f"In [{k}]", text) for k, text in zip(numbers, inputs, strict=True)]
-    return sources_from_cells(cells, "", "<kernel>")
+    cells = [code_cell(f"In [{k}]", text, k) for k, text in zip(numbers, inputs, strict=True)]
+    return sources_from_cells(cells, "", "<kernel>", kernel=True)

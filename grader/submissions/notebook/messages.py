@@ -30,13 +30,26 @@ NO_ASSIGN = (
     "it. Compute every gradient in the loop, from logits down to dC."
 )
 
+# an exercise whose cell is not Python: raised when its code loads, so its items error once, naming the line
+BROKEN_CELL = (
+    "{at} is not valid Python ({error}), so {exercise} could not be graded. Fix that line and run the cell again."
+)
+BROKEN_AT_LINE = "{where}: `{code}`"  # {at} above when the line is known
+
 # notes: what was graded and what was skipped
 GRADED = "{exercise}: graded {label} ({what})"
 NOT_FOUND = "{exercise}: no cell assigns {names} (a placeholder `= None` does not count)"
 SYNTAX = "{where}: not valid Python ({error}), so the cell was skipped"
-SYNTAX_EXERCISE = "{exercise}: {where} is not valid Python, so the exercise cannot run until it is fixed"
 UNREADABLE = "the notebook could not be read: {error}"
 UNPLACED = "{exercise}: {count} gradient function(s) could not be built from the cells; see their error items"
+# the order cells are graded in, when it is not the order they ran
+FILE_ORDER = (
+    "cells ran out of order: In [{above}] ({above_cell}) above In [{below}] ({below_cell}); graded top to bottom"
+)
+KERNEL_ORDER = (
+    "cells ran out of order: {late} ({late_exercise}) ran after {early} ({early_exercise}), which sits below it; "
+    "graded in the order this kernel ran them, In [1] first, a later run replacing an earlier one (not top to bottom)"
+)
 
 WANTED = {
     "ex1": "any of dlogprobs .. dC",
@@ -57,3 +70,12 @@ CHECK_OUTSIDE = (
     "`grade ex1 --submission your_notebook.ipynb`"
 )
 CHECK_NO_PLOT = "Nothing to draw: no gradient failed."
+CHECK_COURSE = "points and message level as {path} sets them"
+# check(): the grader's words for what is missing, said of cells rather than of exercise files
+IN_KERNEL = "run in this kernel"  # {source} below
+NOT_RUN = (
+    "No cell {source} assigns {names} yet (a placeholder `= None` does not count): write them in the "
+    "Exercise {number} cell and run it."
+)
+GRADIENT_NOT_RUN = "No cell {source} assigns {name} yet (a placeholder `= None` does not count)."
+CELLS_OF = "the {exercise} cells"  # what stands for an exercise file in any other message of the grader's
