@@ -173,7 +173,7 @@ def _read_csv(text: str) -> list[list[str]]:
 def normalise(out: Path) -> dict[str, str]:
     """Return the golden text of a `grade batch` output folder, by relative path."""
     files = {}
-    for name in ("gradebook.csv", "canvas.csv"):
+    for name in ("gradebook.csv", "canvas.csv", "items.csv"):
         files[name] = _dump_csv([[_round_text(c) for c in row] for row in _read_csv((out / name).read_text())])
     summary = json.loads((out / "summary.json").read_text())
     for field in MACHINE_FIELDS:
@@ -182,6 +182,12 @@ def normalise(out: Path) -> dict[str, str]:
     files["manifest.json"] = _dump_json(_normal(json.loads((out / "manifest.json").read_text())))
     for path in sorted((out / "students").glob("*.json")):
         files[f"students/{path.name}"] = _dump_json(_normal(json.loads(path.read_text())))
+    for path in sorted((out / "feedback").glob("*.md")):  # what a student is handed back, floats cut like the rest
+        text = _round_text(path.read_text())
+        for (student, _), noisy in NOISY.items():  # the same CPU-dependent enumerations the JSON masks
+            if student == path.stem:
+                text = re.sub(noisy, MASK, text)
+        files[f"feedback/{path.name}"] = text
     return files
 
 

@@ -15,7 +15,7 @@ from tests.conftest import CORPUS, REFERENCE, make_submission
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="grade batch needs Linux")
 ROOT = Path(__file__).resolve().parents[1]
-OUTPUTS = ("gradebook.csv", "canvas.csv", "summary.json", "manifest.json", "report.html")
+OUTPUTS = ("gradebook.csv", "canvas.csv", "items.csv", "summary.json", "manifest.json", "report.html")
 
 
 def _class(root: Path) -> Path:
@@ -37,6 +37,7 @@ def _batch(subs: Path, out: Path, *extra: str) -> subprocess.Popen:
 def _files(out: Path) -> dict[str, bytes]:
     found = {name: (out / name).read_bytes() for name in OUTPUTS}
     found.update({f"students/{p.name}": p.read_bytes() for p in sorted((out / "students").glob("*.json"))})
+    found.update({f"feedback/{p.name}": p.read_bytes() for p in sorted((out / "feedback").glob("*.md"))})
     return found
 
 

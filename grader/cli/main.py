@@ -427,7 +427,11 @@ def gradescope_cmd(out_zip, visibility, course, unsafe):
     help="Let the grader grade even where the sandbox's minimum walls cannot be put up (refused otherwise).",
 )
 def prairielearn_cmd(outdir, course, timeout, deadline, unsafe):
-    """Write PrairieLearn course files in OUTDIR: serverFilesCourse/backprop_ninja/ and PRAIRIELEARN.md."""
+    """Write the PrairieLearn external grader into OUTDIR.
+
+    OUTDIR gets serverFilesCourse/backprop_ninja/ (the grader, course.toml, run.sh) and PRAIRIELEARN.md (the image
+    to build, the info.json lines).
+    """
     from grader.ship import prairielearn
 
     policy = _instructor_policy(course)

@@ -500,4 +500,4 @@ if __name__ == "__main__":
     # This goes to /autograder/results/stdout, which only instructors see.
     print(_results["output"])  # noqa: T201
     for _test in _results["tests"]:
-        print(f"{_test['name']}: {_test['score']}/{_test['max_score']} {_test['status']}")  # noqa: T201
+        print(f"{_test['name']}: {_test['score']}/{_test['max_score']} {_test.get('status', '')}")  # noqa: T201

@@ -1,13 +1,14 @@
-"""What `grade batch` writes once everyone is graded: CSVs, summary.json, report.html, similarity; stale files go."""
+"""What `grade batch` writes at the end: CSVs, summary.json, report.html, feedback, similarity; stale files go."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from grader.classroom.reports.feedback import write_feedback
 from grader.classroom.reports.html import html_report
 from grader.classroom.reports.summary import summarize
-from grader.classroom.reports.tables import CANVAS_ASSIGNMENT, canvas_gradebook, gradebook
+from grader.classroom.reports.tables import CANVAS_ASSIGNMENT, canvas_gradebook, gradebook, item_table
 
 EMPTY_CLASS = "no submission to grade in {folder}"
 DETAIL_LINE = "{skipped} entries skipped, {flagged} students flagged by intake, {pairs} similar pairs; see report.html"
@@ -55,12 +56,14 @@ def write_outputs(
     grader_failed: list[str] = (),
     policy: dict | None = None,
 ) -> dict:
-    """Write gradebook.csv, canvas.csv, summary.json and report.html for graded students; return the summary.
+    """Write gradebook.csv, items.csv, canvas.csv, summary.json, report.html and feedback/<student>.md for graded
+    students; return the summary.
 
     similarity: True to compare the class now, False not to, or the dict class_similarity() already returned.
     """
     stale = remove_stale(out / "students", set(students))
     _write_text(out / "gradebook.csv", gradebook(students))
+    _write_text(out / "items.csv", item_table(students))
     _write_text(out / "canvas.csv", canvas_gradebook(students, canvas_assignment or CANVAS_ASSIGNMENT))
     summary = summarize(students, skipped, stale)
     if sandbox is not None:  # which walls the sandbox had on this machine (jail.Protections)
@@ -75,6 +78,7 @@ def write_outputs(
         summary["similarity"] = class_similarity(entries)
     _write_json(out / "summary.json", summary)
     _write_text(out / "report.html", html_report(summary, students))
+    write_feedback(out, students)  # one file per student to hand back, at the course's message level
     return summary
 
 

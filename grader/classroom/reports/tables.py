@@ -27,6 +27,8 @@ GRADEBOOK_COLUMNS = (
     "late",
     "intake_flags",
 )
+# items.csv: one row per student and item (long format), what a spreadsheet's pivot table takes as its source
+ITEM_COLUMNS = ("student", "exercise", "item", "status", "score", "max_score", "traps")
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_ASSIGNMENT = "Backprop ninja"
 LATE = {True: "yes", False: "no"}  # the late column; empty where the source does not say (a folder, Gradescope)
@@ -74,6 +76,34 @@ def gradebook(students: dict[str, dict]) -> str:
                 " ".join([*(r.get("intake_flags") or []), *(["grader-failed"] if failed else [])]),
             ]
         )
+    return buf.getvalue()
+
+
+def item_table(students: dict[str, dict]) -> str:
+    """Return items.csv: a row per student and item (status, score, points, traps), students sorted, items in order.
+
+    Long rather than wide: a pivot table (rows student, columns item or exercise, values score) rebuilds any grid
+    from it, filters on status or trap, and sums by exercise; a grid of scores could do none of that. A student the
+    grader failed on has empty score cells, as in the gradebook.
+    """
+    buf = io.StringIO()
+    writer = _writer(buf)
+    writer.writerow(ITEM_COLUMNS)
+    for student in sorted(students):
+        r = students[student]
+        failed = bool(r.get("grader_failed"))
+        for item in r["items"]:
+            writer.writerow(
+                [
+                    student,
+                    item["exercise"],
+                    item["id"],
+                    item["status"],
+                    "" if failed else _num(item["score"]),
+                    _num(item["max_score"]),
+                    " ".join(item.get("traps") or []),
+                ]
+            )
     return buf.getvalue()
 
 
