@@ -54,10 +54,11 @@ exercise 1 the true gradient `d<var>` of any variable that comes earlier in back
 A function that still raises `NotImplementedError` is reported as `todo` (`not_attempted` in `--json`),
 not as an error.
 
-Prefer the lecture's notebook layout? Open `backprop_ninja.ipynb` (in Jupyter, or upload it to Colab
-after `pip install` of this folder), fill in the empty cell of each exercise, and run the `check()` cell
-after it: it grades the cells you have run, in the same sandbox, and shows the table inline. You can also
-grade the saved notebook from a terminal with `grade all --submission backprop_ninja.ipynb`.
+Prefer the lecture's notebook layout? Open `backprop_ninja.ipynb` (in Jupyter after the install below, or
+in Colab: upload it and `bundle.zip`, this folder zipped from inside it, then run its first cell, which
+installs the grader), fill in the empty cell of each exercise, and run the `check()` cell after it: it grades
+the cells you have run, in the same sandbox, and shows the table inline. You can also grade the saved
+notebook from a terminal with `grade all --submission backprop_ninja.ipynb`.
 
 Your code may import only these modules: {imports}. It must not use autograd (`.backward()`,
 `torch.autograd.grad`, ...): autograd is what you are checked against.
@@ -92,7 +93,9 @@ python data/make_fixture.py    # print the fixed batch every grade is measured o
 ```
 
 `grade --help` and `grade ex1 --help` list every option. `grade ex4 --full` without `--steps` runs the
-lecture's 200,000 steps, which takes a while.
+lecture's 200,000 steps, which takes a while. It trains on the census names of the `names` package unless
+`--data names.txt` gives the lecture's file, and says which: a right backward reaches about train 1.69 / val
+2.00 on the census names, and the lecture's train 2.07 / val 2.11 on its names.txt.
 
 ## Reading the table
 

@@ -14,7 +14,32 @@ cells you have run in this kernel, in the grader's sandbox, against autograd. `c
 
 The model and the batch are the grader's own (seeded, with the names corpus built in), so nothing is
 downloaded and your numbers match what the grader checks. You can also grade the saved notebook from a
-terminal: `grade all --submission backprop_ninja.ipynb`."""
+terminal: `grade all --submission backprop_ninja.ipynb`.
+
+**In Colab** (or any runtime without the grader): upload `bundle.zip`, the folder `grade release` wrote, zipped
+(Files, on the left; or the unzipped folder as `bundle/`), and run the first cell: it installs the grader from it
+with pip, keeping the runtime's own torch. Where the grader is installed already, the first cell does nothing."""
+
+INSTALL = """# Install the grader where it is not yet (Colab): from bundle.zip, or the folder bundle/, beside this
+# notebook: `pip install -q ./bundle`, which keeps the runtime's own torch.
+import importlib
+import importlib.util
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+if importlib.util.find_spec("grader") is None:
+    if not Path("bundle").is_dir():
+        if not Path("bundle.zip").is_file():
+            raise FileNotFoundError(f"no bundle.zip in {Path.cwd()}: upload it (Files, on the left), run this again")
+        zipfile.ZipFile("bundle.zip").extractall("bundle")
+    found = sorted(Path("bundle").glob("**/pyproject.toml"), key=lambda p: len(p.parts))
+    if not found:
+        raise FileNotFoundError("bundle/ holds no pyproject.toml: zip the whole folder that `grade release` wrote")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", str(found[0].parent.resolve())], check=True)
+    importlib.invalidate_caches()
+print("grader", "installed" if importlib.util.find_spec("grader") else "NOT installed")"""
 
 SETUP = """import torch
 import torch.nn.functional as F
@@ -140,6 +165,7 @@ def cells() -> list[tuple[str, str]]:
     """Return the notebook's cells as (kind, text)."""
     return [
         ("markdown", INTRO),
+        ("code", INSTALL),
         ("code", SETUP),
         ("code", CMP),
         ("code", FORWARD),
