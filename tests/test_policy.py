@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import inspect
 import json
+import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -161,7 +162,7 @@ def test_grade_uses_the_policy(tmp_path):
     assert result.items[0].hidden == "passed"
     call = catalogue.select(("ex2",))[0]
     drawn = catalogue._SUBMISSION[0]  # the digest of this submission's files
-    own = drawn + catalogue.HIDDEN_GROUP["ex2"]  # Ex2 and Ex3 draw a hidden geometry of their own
+    own = drawn + catalogue.HIDDEN_GROUP["ex2"]  # each exercise draws a hidden geometry of its own
     assert drawn and catalogue.geometries(call)[1] == fixture.hidden_geometry("correct horse battery staple", own)
     grade(sub, ("ex2",))
     assert catalogue.geometries(call)[1] == fixture.hidden_geometry(None, own)
@@ -202,6 +203,21 @@ def _secret_pair() -> tuple[str, str]:
     return a, next(s for s in (f"another course secret {k}" for k in range(100)) if fixture.hidden_geometry(s).n != n)
 
 
+def _secret_not_drawing(folder, n: int, avoid: str) -> str:
+    """Return a course secret (avoid, if it will do) under which this submission's own Ex2 geometry is not of batch
+    size n: the hidden sizes are few, so a submission's own draw can coincide with the fished ones by chance."""
+    from grader.grading.runner import read_sources
+
+    problems: dict = {}
+    catalogue.use_submission(read_sources(folder, catalogue.EXERCISES, problems))
+    call = catalogue.select(("ex2",))[0]
+    for secret in (avoid, *(f"yet another course secret {k}" for k in range(100))):
+        catalogue.use_secret(secret)
+        if catalogue.geometries(call)[1].n not in (n, fixture.PRIMARY.n):
+            return secret
+    raise AssertionError("no secret draws another size")
+
+
 TANH = "\n\ndef dhpreact(hpreact, dh):\n    return (1 - hpreact**2) * dh\n"  # the tanh-preact trap
 
 
@@ -225,10 +241,16 @@ def test_course_toml_changes_points_level_and_hidden_geometry_in_a_batch(tmp_pat
     a, b = _secret_pair()
     subs = tmp_path / "class" / "submissions"
     make_submission(subs / "ada", {"ex2.py": (REFERENCE / "ex2.py").read_text()}, base=None)
-    make_submission(subs / "fish", {"ex2.py": _only_for(a)}, base=None)
+    for k in range(100):  # a secret whose fished sizes are not, by chance, the fishing file's own draw under it
+        shutil.rmtree(subs / "fish", ignore_errors=True)
+        make_submission(subs / "fish", {"ex2.py": _only_for(a)}, base=None)
+        if _secret_not_drawing(subs / "fish", fixture.hidden_geometry(a).n, avoid=a) == a:
+            break
+        a = f"correct horse battery staple {k}"
+    b = b if b != a else f"{a} and another"
     make_submission(subs / "tanh", {"ex1.py": (REFERENCE / "ex1.py").read_text() + TANH}, base=None)
     course = tmp_path / "class" / "course.toml"
-    course.write_text(COURSE.replace("correct horse battery staple", a))
+    course.write_text(COURSE.replace('"correct horse battery staple"', f'"{a}"'))
     students = _batch(subs, tmp_path / "out")
     book = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "gradebook.csv").open())}
     assert book["ada"]["max_score"] == "42" and book["ada"]["ex2"] == "5"  # 13 + 5 + 4 + 20
@@ -238,7 +260,8 @@ def test_course_toml_changes_points_level_and_hidden_geometry_in_a_batch(tmp_pat
     fish = _item(students["fish"], "ex2.dlogits")
     assert (fish["status"], fish["traps"]) == ("failed", ["hardcoded-size"])
 
-    course.write_text(COURSE.replace("correct horse battery staple", b))
+    b = _secret_not_drawing(subs / "fish", fixture.hidden_geometry(a).n, avoid=b)
+    course.write_text(COURSE.replace('"correct horse battery staple"', f'"{b}"'))
     students_b = _batch(subs, tmp_path / "out-b")
     fish = _item(students_b["fish"], "ex2.dlogits")
     assert (fish["status"], fish["traps"]) == ("failed", ["hardcoded-size"])

@@ -35,6 +35,11 @@ RISKY_ATTRIBUTES = frozenset(
     "Formatter get_field vformat get_type_hints".split()
 )
 RISKY_NAMES = frozenset("__builtins__ __loader__ __spec__".split())
+# the buffer protocols C code reads from any object: defining one (a method, a property, a class attribute, a key)
+# lets numpy or torch read any address as an array of object references, so no name of the file's own is exempt
+RAW_MEMORY = frozenset(
+    "__array_interface__ __array_struct__ __cuda_array_interface__ __dlpack__ __dlpack_device__ __buffer__".split()
+)
 # underscored names that are public API, not a reach into internals: super().__init__, type(x).__name__,
 # torch.__version__, a namedtuple's _replace / _asdict / _fields
 PUBLIC_UNDERSCORED = frozenset(
@@ -73,7 +78,9 @@ class Flag:
 
 
 def _trigger() -> re.Pattern:
-    words = sorted(REFLECTIVE_CALLS | RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | TORCH_BACKDOORS | _REFLECTION)
+    words = sorted(
+        REFLECTIVE_CALLS | RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | TORCH_BACKDOORS | _REFLECTION | RAW_MEMORY
+    )
     # an attribute after a dot, a name, an import (a star too), a match pattern (`case object(__globals__=g)`),
     # a "_string",
     # a backward kernel's name
@@ -118,11 +125,27 @@ def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in first)
 
 
+def _raw_memory(node: ast.AST) -> str | None:
+    """Return the buffer-protocol name a node defines or names, whatever its form; None for any other node."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in RAW_MEMORY:
+        return node.name
+    if isinstance(node, ast.Name) and node.id in RAW_MEMORY:
+        return node.id
+    if isinstance(node, ast.Attribute) and node.attr in RAW_MEMORY:
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in RAW_MEMORY:
+        return node.value
+    return None
+
+
 def _quote(lines: list[str], line: int) -> str:
     return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
 
 
 def _what(node: ast.AST, fstring_parts: frozenset = frozenset(), own: _Lazy | None = None) -> str | None:
+    raw = _raw_memory(node)
+    if raw:
+        return f"raw memory: {raw} (C code reads any address through it)"
     if isinstance(node, ast.Attribute):
         private = node.attr.startswith("_") and node.attr not in PUBLIC_UNDERSCORED
         kernel = BACKWARD_KERNEL.search(node.attr) is not None

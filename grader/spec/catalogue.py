@@ -108,12 +108,12 @@ def use_submission(sources: dict) -> None:
     _SUBMISSION[0] = h.digest()
 
 
-# Which exercises share a hidden geometry. One sandbox child grades all of a submission's exercises, so no
-# exercise may be given, on its hidden geometry, another's answer as an input: Ex1's calls receive the true dlogits
-# (Ex2's answer), dhprebn (Ex3's) and, for dC, dW1 ... dbnbias (Ex4's), and Ex3's receive the true dhpreact (an Ex1
-# item). So Ex2 and Ex3 share a hidden geometry of their own (neither is given a gradient the other answers: Ex2 is
-# given none), and Ex4 has one of its own (it is given no gradient at all).
-HIDDEN_GROUP = {"ex2": b"|ex2-ex3", "ex3": b"|ex2-ex3", "ex4": b"|ex4"}
+# Each exercise draws a hidden geometry of its own. One sandbox child grades all of a submission's exercises, so
+# no exercise may be given, on its hidden geometry, another's answer as an input, nor what determines it: Ex1's
+# calls receive the true dlogits (Ex2's answer), dhprebn (Ex3's) and, for dC, dW1 ... dbnbias (Ex4's); Ex3's call
+# receives the true dhpreact, an Ex1 answer from which Ex2's dlogits follows by least squares through W2 (found by
+# a red-team helper: within 1.7e-9). On geometries of their own none of that is worth anything.
+HIDDEN_GROUP = {"ex2": b"|ex2", "ex3": b"|ex3", "ex4": b"|ex4"}
 
 
 def geometries(call: Call, hidden: bool = True) -> tuple[fixture.Geometry, ...]:
