@@ -167,28 +167,6 @@ def _ruby_tolerant_loader():
     return RubyTolerantLoader
 
 
-@functools.cache
-def _ruby_tolerant_loader():
-    """Return a safe YAML loader that reads Ruby-tagged values (Gradescope writes some) as plain data."""
-    import yaml  # here: only a Gradescope export needs it, and importing it costs every `grade` 60 ms
-
-    class RubyTolerantLoader(yaml.SafeLoader):
-        def compose_node(self, parent, index):
-            if self.check_event(yaml.AliasEvent):  # Gradescope writes none; nested ones expand to gigabytes
-                raise yaml.YAMLError("aliases (*name) are not accepted in submission_metadata.yml")
-            return super().compose_node(parent, index)
-
-    def plain(loader, suffix, node):
-        if isinstance(node, yaml.MappingNode):
-            return loader.construct_mapping(node)
-        if isinstance(node, yaml.SequenceNode):
-            return loader.construct_sequence(node)
-        return loader.construct_scalar(node)
-
-    RubyTolerantLoader.add_multi_constructor("!", plain)
-    return RubyTolerantLoader
-
-
 def gradescope_metadata(folder: Path) -> dict[str, dict[str, str]]:
     """Return {submission folder: identity} from a folder's submission_metadata.yml; raise ValueError if unreadable."""
     try:
@@ -238,11 +216,6 @@ def _when(value) -> str:
 def _field(value) -> str:
     """Return one identity field as text: a string (or number), at most 200 characters; anything else is empty."""
     return str(value).strip()[:200] if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
-
-
-def _gradescope_key(folder: str, ident: dict[str, str]) -> str:
-    first = {k: v.split("; ")[0] for k, v in ident.items()}
-    return _safe_id(first.get("sid") or first.get("email") or first.get("name") or folder, folder)
 
 
 def _gradescope_key(folder: str, ident: dict[str, str]) -> str:
