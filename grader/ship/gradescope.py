@@ -47,6 +47,11 @@ if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null
     apt-get update
     apt-get install -y --no-install-recommends python3 python3-pip python3-venv
 fi
+# libseccomp: the sandbox's system-call allow-list, a minimum wall (without it run_autograder refuses to grade)
+if ! ldconfig -p 2>/dev/null | grep -q libseccomp.so.2; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update && apt-get install -y --no-install-recommends libseccomp2 || true
+fi
 # Newer Ubuntu images mark the system Python as externally managed (PEP 668); this image is ours to change.
 export PIP_BREAK_SYSTEM_PACKAGES=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 python3 -m pip install --upgrade pip || true
@@ -56,6 +61,7 @@ python3 -m pip install --index-url https://download.pytorch.org/whl/cpu "torch==
     || python3 -m pip install "torch==__TORCH__"
 python3 -m pip install "$SOURCE"
 python3 -c "import torch, grader.ship.gradescope; print('torch', torch.__version__, 'grader ok')"
+python3 -c "from grader.sandbox import syscalls; print(syscalls.missing() or 'libseccomp ok')"
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
