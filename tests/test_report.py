@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
@@ -60,6 +61,56 @@ def test_report_is_self_contained_and_escaped(graded):
     assert "<script>alert(1)</script>" not in html_report(summary, hostile)
 
 
+def test_detail_shows_every_marker_escaped_and_notebook_notes_once(graded):
+    out, _ = graded
+    summary = json.loads((out / "summary.json").read_text())
+    ada = json.loads((out / "students" / "ada.json").read_text())
+    evil = "<script>alert(1)</script>"
+    item = {**ada["items"][0], "status": "failed", "message": evil, "shape": [2, 3], "maxdiff": 0.5}
+    hostile = {
+        **ada,
+        "submission": evil,
+        "identity": {"name": f"<img src=x onerror=alert(1)> {evil}"},
+        "items": [item] + ada["items"][1:],
+        "late": True,
+        "grader_failed": True,
+        "intake_flags": ["stub", evil],
+        "graded_files": {"ex1": f"{evil}.ipynb cell 3"},
+        "sources": {"ex1": f"def f():\n    return '</pre>{evil}'\n"},
+        "notes": [
+            f"{evil}.ipynb: ex1: graded {evil}.ipynb cell 3 (26 of 26 gradients)",
+            f"ex1: graded from the notebook {evil}.ipynb cell 3",
+        ],
+        "flags": {
+            "numeric_differentiation": [{"exercise": "ex1", "line": 7, "what": "finite differences", "code": evil}],
+            "private_internals": [{"exercise": "ex1", "line": 9, "what": "private attribute ._C", "code": evil}],
+        },
+    }
+    sim = {**(summary.get("similarity") or {}), "pairs": [{"a": evil, "b": "ada", "score": 0.97, "functions": []}]}
+    page = html_report({**summary, "similarity": sim}, {evil: hostile, "ada": ada})
+    assert "<script>alert" not in page and "<img src=x" not in page and "</pre><script" not in page
+    section = page[page.index('<section class="student" id="s0"') :]
+    section = section[: section.index("</section>")]
+    for marker in ("late", "similar", "stub", "grader-failed", "numeric-differentiation", "private-internals"):
+        assert f'data-marker="{marker}"' in section, marker
+    assert '<a href="#s1">ada</a>, score 0.97' in section  # the pair links to the other student
+    assert "finite differences" in section and "private attribute ._C" in section
+    assert '<details class="source" data-exercise="ex1">' in section and "&lt;/pre&gt;" in section
+    assert "<td>2&times;3" in section and ">0.5<" in section  # shape and maxdiff of the item
+    assert section.count("graded from the notebook") == 0 and section.count("(26 of 26 gradients)") == 1
+    # without source text in the result: the graded files by name, and the page says so
+    plain = html_report(summary, {"ada": ada})
+    assert "only their names are shown" in plain and '<details class="source"' not in plain
+    # the student table's row carries the markers too, and every item has a list of who failed it
+    row = page[page.index(f'<tr data-student="{html.escape(evil)}">') :]
+    row = row[: row.index("</tr>")]
+    assert all(f in row for f in ("late", "similar", "grader-failed", "numeric-differentiation"))
+    assert page.count('<details id="fail-') == len(summary["items"])
+    first = page[page.index('<details id="fail-0"') :]
+    assert f'<li data-student="{html.escape(evil)}"><a href="#s0">' in first[: first.index("</details>")]
+    assert 'id="student-search"' in page
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     if not (CHROMIUM and CHROMEDRIVER):
@@ -90,6 +141,7 @@ def _column(driver, index: int) -> list[str]:
 
 def test_report_in_a_browser(graded, browser, tmp_path):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
 
     out, summary = graded
     browser.get((out / "report.html").as_uri())
@@ -135,6 +187,43 @@ def test_report_in_a_browser(graded, browser, tmp_path):
     assert "notes.txt" in browser.find_element(By.ID, "skipped-table").text
     sim = browser.find_element(By.XPATH, "//h2[@id='similarity']/following-sibling::p[1]").text
     assert f"{summary['similarity']['compared_pairs']} pairs compared" in sim
+
+    # an item of the pass rates leads to who failed it, and each of them to their detail
+    item = "ex1.dC"  # bob's dC-repeated-rows
+    assert browser.execute_script("return document.getElementById('fail-0').open") is False
+    browser.find_element(By.CSS_SELECTOR, f"svg a.item-link[data-item='{item}']").click()
+    anchor = browser.execute_script("return location.hash")
+    failed = browser.find_element(By.CSS_SELECTOR, anchor)
+    assert failed.get_attribute("data-item") == item and failed.get_attribute("open") is not None
+    who = [li.get_attribute("data-student") for li in failed.find_elements(By.CSS_SELECTOR, "li")]
+    assert "bob" in who and "ada" not in who
+    failed.find_element(By.LINK_TEXT, "bob").click()
+    section = browser.find_element(By.CSS_SELECTOR, browser.execute_script("return location.hash"))
+    assert section.get_attribute("data-student") == "bob"
+    assert browser.execute_script("return arguments[0].getBoundingClientRect().top", section) < 50
+    assert section.find_element(By.CSS_SELECTOR, f"tr[data-item='{item}'] td.st-failed").text == "failed"
+
+    # the search box filters the table by any text of a row
+    browser.execute_script("location.hash = '#students'")
+    box = browser.find_element(By.ID, "student-search")
+
+    def shown() -> list[str]:
+        rows = browser.find_elements(By.CSS_SELECTOR, "#student-table tbody tr")
+        return sorted(r.get_attribute("data-student") for r in rows if r.is_displayed())
+
+    box.send_keys("bo")
+    assert shown() == ["bob"]
+    assert browser.find_element(By.ID, "search-count").text == "1 of 6 students match"
+    box.clear()
+    box.send_keys("PRIVATE-int")  # a flag, case-insensitive
+    assert shown() == ["eve"]
+    box.clear()
+    box.send_keys("=2+")
+    assert shown() == ["=2+5"]
+    box.send_keys("nobody")
+    assert shown() == []
+    box.send_keys(Keys.BACKSPACE * len("=2+nobody"))
+    assert shown() == ["=2+5", "ada", "bob", "cleo", "dan", "eve"]
 
     shot = tmp_path / "report.png"
     assert browser.save_screenshot(str(shot))

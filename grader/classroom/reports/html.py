@@ -1,8 +1,11 @@
 """report.html: one self-contained page to grade from (inline CSS, JS and SVG; nothing fetched at view time).
 
-Sections: a sortable table of students linking to each student's detail (every item, its message, which file
-was graded), a score histogram, pass rates per item, each trap's meaning and who hit it, the sandbox and intake
-flags, the skipped entries, and suspicious pairs with their shared functions side by side.
+Sections: a sortable table of students, filtered by a search box, linking to each student's detail (every item's
+status, points, maxdiff, shape and message; the graded files, with their text when the result holds it in
+result["sources"]; every marker: late, similar pairs, intake flags, grader failed, numeric differentiation,
+private internals; the intake notes, each once), a score histogram, pass rates per item each leading to the
+students who failed it, each trap's meaning and who hit it, the sandbox and intake flags, the skipped entries, and
+suspicious pairs with their shared functions side by side. Every piece of student text goes through _e.
 """
 
 from __future__ import annotations
@@ -32,7 +35,13 @@ FLAG_MEANING = {
     "stub": "an exercise file is the unmodified stub",
     "nothing": "no exercise file was found",
     "duplicate-id": "another Gradescope folder claims the same student id; both are graded apart, neither has a sid",
+    "numeric-differentiation": "differentiates numerically (finite differences, complex step) instead of by hand",
+    "grader-failed": "the grader itself could not finish this submission: no score (grade again with --resume)",
+    "late": "Canvas marked the submission late",
+    "similar": "in a suspicious pair of the similarity check",
 }
+FAILING = ("failed", "error", "timeout")  # the statuses an item's "who failed it" list holds
+NOTEBOOK_USED = re.compile(r"(ex\d+): graded from the notebook (.+)")
 
 # the page may load nothing from anywhere: everything it needs is inline
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -49,7 +58,8 @@ th[aria-sort=ascending] button::after{content:" \\25B2"}th[aria-sort=descending]
 .st-timeout{color:#ef6c00;font-weight:bold}.st-not_attempted{color:#888}.flag{background:#fff3e0;border-radius:3px;
 padding:0 4px;margin-right:3px;font-size:90%}pre{background:#f6f8fa;padding:6px;overflow:auto;font-size:85%;margin:0}
 .side{display:grid;grid-template-columns:1fr 1fr;gap:8px}.student{border-top:2px solid #ccc;margin-top:1.5em}
-nav a{margin-right:1em}pre mark.shared{background:#fff59d}
+nav a{margin-right:1em}pre mark.shared{background:#fff59d}#items svg a text{fill:#1565c0;text-decoration:underline}
+.markers li{margin:2px 0}.failing li{margin:2px 0}#student-search{font:inherit;padding:3px 6px;width:24em}
 """
 
 SCRIPT = """
@@ -74,6 +84,32 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
     });
   });
 });
+(function () {
+  var box = document.getElementById('student-search'), table = document.getElementById('student-table');
+  var count = document.getElementById('search-count');
+  if (!box || !table) return;
+  function filter() {
+    var q = box.value.trim().toLowerCase(), shown = 0, rows = table.tBodies[0].rows;
+    for (var i = 0; i < rows.length; i++) {
+      var r = rows[i];
+      var text = (r.getAttribute('data-student') + ' ' + r.textContent).toLowerCase();
+      r.hidden = q !== '' && text.indexOf(q) < 0;
+      if (!r.hidden) shown++;
+    }
+    count.textContent = q === '' ? '' : shown + ' of ' + rows.length + ' students match';
+  }
+  ['input', 'change', 'search'].forEach(function (e) { box.addEventListener(e, filter); });
+  filter();
+})();
+(function () {
+  function openTarget() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var el = id && document.getElementById(id);
+    if (el && el.tagName.toLowerCase() === 'details') { el.open = true; el.scrollIntoView(); }
+  }
+  window.addEventListener('hashchange', openTarget);
+  openTarget();
+})();
 """
 
 
@@ -113,8 +149,25 @@ def _links(names, anchors) -> str:
     return ", ".join(_link(s, anchors) for s in names) or "none"
 
 
-def _student_flags(r: dict) -> list[str]:
+def _similar_pairs(summary: dict) -> dict[str, list[dict]]:
+    """Return student -> the suspicious pairs of the similarity check they are in."""
+    out: dict[str, list[dict]] = {}
+    for p in (summary.get("similarity") or {}).get("pairs") or []:
+        out.setdefault(p["a"], []).append(p)
+        out.setdefault(p["b"], []).append(p)
+    return out
+
+
+def _student_flags(r: dict, similar: bool = False) -> list[str]:
     flags = set(r.get("intake_flags") or [])
+    if r.get("grader_failed"):
+        flags.add("grader-failed")
+    if (r.get("flags") or {}).get("numeric_differentiation"):
+        flags.add("numeric-differentiation")
+    if r.get("late") is True:
+        flags.add("late")
+    if similar:
+        flags.add("similar")
     for item in r["items"]:
         if item["status"] in ("error", "timeout"):
             flags.add(item["status"])
@@ -124,7 +177,7 @@ def _student_flags(r: dict) -> list[str]:
     return sorted(flags)
 
 
-def _students_table(students: dict, anchors: dict) -> str:
+def _students_table(students: dict, anchors: dict, similar: dict | None = None) -> str:
     head = [("student", False), ("name", False), ("score", True)] + [(ex, True) for ex in catalogue.EXERCISES]
     head.append(("flags", False))
     ths = "".join(f'<th{" data-num" if num else ""}><button type="button">{_e(h)}</button></th>' for h, num in head)
@@ -132,7 +185,7 @@ def _students_table(students: dict, anchors: dict) -> str:
     for s in sorted(students):
         r = students[s]
         name = (r.get("identity") or {}).get("name", "")
-        flags = _student_flags(r)
+        flags = _student_flags(r, s in (similar or {}))
         cells = [
             f'<td data-value="{_e(s)}">{_link(s, anchors)}</td>',
             f'<td data-value="{_e(name)}">{_e(name)}</td>',
@@ -146,7 +199,12 @@ def _students_table(students: dict, anchors: dict) -> str:
         )
         rows.append(f'<tr data-student="{_e(s)}">{"".join(cells)}</tr>')
     body = "".join(rows)
-    return f'<table class="sortable" id="student-table"><thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table>'
+    search = (
+        '<p><label>Search: <input type="search" id="student-search" autocomplete="off" '
+        'placeholder="id, name, flag or any text of a row"></label> <span id="search-count"></span></p>'
+    )
+    table = f'<table class="sortable" id="student-table"><thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table>'
+    return search + table
 
 
 def _histogram(students: dict, max_score: float) -> str:
@@ -177,12 +235,26 @@ def _histogram(students: dict, max_score: float) -> str:
     )
 
 
-def _pass_rates(summary: dict) -> str:
+def _failing(summary: dict, students: dict) -> dict[str, list[tuple[str, str]]]:
+    """Return item id -> [(student, status)] of those whose item failed, errored or timed out."""
+    out: dict[str, list] = {item: [] for item in summary["items"]}
+    for s in sorted(students):
+        for i in students[s]["items"]:
+            if i["status"] in FAILING:
+                out.setdefault(i["id"], []).append((s, i["status"]))
+    return out
+
+
+def _pass_rates(summary: dict, failing: dict, item_anchors: dict) -> str:
     n = max(summary["students"], 1)
     rows, bar_w, row_h = [], 420, 18
     for k, (item, counts) in enumerate(summary["items"].items()):
         y, x = k * row_h, 0.0
-        rows.append(f'<text x="0" y="{y + 13}" font-size="12">{_e(item)}</text>')
+        rows.append(
+            f'<a class="item-link" href="#{item_anchors[item]}" data-item="{_e(item)}">'
+            f"<title>who failed {_e(item)}: {len(failing.get(item, []))}</title>"
+            f'<text x="0" y="{y + 13}" font-size="12">{_e(item)}</text>'
+        )
         for status, colour in COLOURS.items():
             w = bar_w * counts.get(status, 0) / n
             if w:
@@ -192,10 +264,30 @@ def _pass_rates(summary: dict) -> str:
                 )
             x += w
         rate = 100 * counts.get("passed", 0) / n
-        rows.append(f'<text x="{160 + bar_w}" y="{y + 13}" font-size="12">{rate:.0f}% passed</text>')
+        rows.append(f'<text x="{160 + bar_w}" y="{y + 13}" font-size="12">{rate:.0f}% passed</text></a>')
     height = row_h * len(summary["items"]) + 4
     legend = " ".join(f'<span style="color:{c}">&#9632; {s.replace("_", " ")}</span>' for s, c in COLOURS.items())
-    return f'<p>{legend}</p><svg xmlns="http://www.w3.org/2000/svg" width="660" height="{height}">{"".join(rows)}</svg>'
+    return (
+        f"<p>{legend}</p><p>Click an item for the students who failed it.</p>"
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="660" height="{height}">{"".join(rows)}</svg>'
+    )
+
+
+def _failing_lists(summary: dict, failing: dict, item_anchors: dict, anchors: dict) -> str:
+    """Per item, a folded list of the students who failed it (failed, error or timeout), each a link."""
+    blocks = []
+    for item in summary["items"]:
+        who = failing.get(item, [])
+        lis = "".join(
+            f'<li data-student="{_e(s)}">{_link(s, anchors)} <span class="st-{_e(st)}">{_e(st)}</span></li>'
+            for s, st in who
+        )
+        body = f'<ul class="failing">{lis}</ul>' if who else "<p>Nobody failed it.</p>"
+        blocks.append(
+            f'<details id="{item_anchors[item]}" class="failed-item" data-item="{_e(item)}"><summary>'
+            f"<code>{_e(item)}</code>: {len(who)} failed, errored or timed out</summary>{body}</details>"
+        )
+    return '<h3 id="who-failed">Who failed each item</h3>' + "".join(blocks)
 
 
 def _traps(summary: dict, anchors: dict) -> str:
@@ -286,32 +378,113 @@ def _similarity(summary: dict, anchors: dict) -> str:
     return intro + "".join(blocks)
 
 
-def _detail(s: str, r: dict, anchor: str) -> str:
-    ident = r.get("identity") or {}
-    who = ", ".join(f"{k}: {_e(v)}" for k, v in sorted(ident.items()))
+def _shape(shape) -> str:
+    if isinstance(shape, (list, tuple)):
+        return "&times;".join(_e(d) for d in shape)
+    return "" if shape is None else _e(shape)
+
+
+def _maxdiff(x) -> str:
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return f"{x:.3g}"
+    return "" if x is None else _e(x)
+
+
+def _notes(r: dict) -> list[str]:
+    """The intake notes, each once: a notebook's "exN: graded from the notebook L" repeats its own note on L."""
+    notes = list(dict.fromkeys(str(n) for n in r.get("notes") or []))
+    out = []
+    for n in notes:
+        m = NOTEBOOK_USED.fullmatch(n)
+        if m and any(o != n and f": {m[1]}: graded {m[2]}" in o for o in notes):
+            continue
+        out.append(n)
+    return out
+
+
+def _sources(r: dict) -> str:
+    """The graded files' text when the result holds it (result["sources"]: exercise -> text), else their names."""
     graded = r.get("graded_files") or {}
-    files = "".join(f"<li>{_e(ex)}: <code>{_e(f)}</code></li>" for ex, f in sorted(graded.items())) or "<li>none</li>"
-    notes = "".join(f"<li>{_e(n)}</li>" for n in r.get("notes") or [])
-    private = "".join(
-        f"<li>{_e(f.get('exercise'))} line {_e(f.get('line'))}: {_e(f.get('what'))}: "
-        f"<code>{_e(f.get('code'))}</code></li>"
-        for f in (r.get("flags") or {}).get("private_internals") or []
-    )
+    texts = r.get("sources") if isinstance(r.get("sources"), dict) else {}
+    if not graded and not texts:
+        return '<p class="graded-files-none">Graded files: none.</p>'
+    parts = []
+    for ex in sorted(set(graded) | set(texts)):
+        label = graded.get(ex, "")
+        text = texts.get(ex)
+        if isinstance(text, dict):
+            text = text.get("text")
+        if isinstance(text, str):
+            parts.append(
+                f'<li>{_e(ex)}: <code>{_e(label)}</code><details class="source" data-exercise="{_e(ex)}">'
+                f"<summary>source</summary><pre>{_e(text)}</pre></details></li>"
+            )
+        else:
+            parts.append(f"<li>{_e(ex)}: <code>{_e(label)}</code></li>")
+    note = "" if texts else " (their text is not in the student's results, so only their names are shown)"
+    return f'<p>Graded files{note}:</p><ul class="graded-files">{"".join(parts)}</ul>'
+
+
+def _markers(s: str, r: dict, pairs: list[dict], anchors: dict) -> str:
+    """Every marker on a student: late, similar pairs, intake flags, grader failed, numeric, private internals."""
+    out = []
+
+    def add(kind: str, text: str) -> None:
+        out.append(f'<li data-marker="{_e(kind)}"><span class="flag">{_e(kind)}</span> {text}</li>')
+
+    if r.get("late") is True:
+        add("late", _e(FLAG_MEANING["late"]))
+    for p in pairs:
+        other = p["b"] if p["a"] == s else p["a"]
+        add("similar", f"pair with {_link(other, anchors)}, score {_e(format(p.get('score', 0), '.2f'))}")
+    for f in r.get("intake_flags") or []:
+        add(str(f), _e(FLAG_MEANING.get(f, "flagged at intake")))
+    if r.get("grader_failed"):
+        add("grader-failed", _e(FLAG_MEANING["grader-failed"]))
+    flags = r.get("flags") or {}
+    for kind in ("numeric-differentiation", "private-internals"):
+        key = kind.replace("-", "_")
+        found = flags.get(key) or []
+        if found:
+            lis = "".join(
+                f"<li>{_e(f.get('exercise'))} line {_e(f.get('line'))}: {_e(f.get('what'))}: "
+                f"<code>{_e(f.get('code'))}</code></li>"
+                for f in found
+                if isinstance(f, dict)
+            )
+            cls = "private" if kind == "private-internals" else "numeric"
+            add(kind, f'{_e(FLAG_MEANING[kind])}<ul class="{cls}">{lis}</ul>')
+    if not out:
+        return '<p class="markers-none">No markers.</p>'
+    return f'<p>Markers:</p><ul class="markers">{"".join(out)}</ul>'
+
+
+def _detail(s: str, r: dict, anchor: str, pairs: list[dict] = (), anchors: dict | None = None) -> str:
+    ident = r.get("identity") or {}
+    who = ", ".join(f"{_e(k)}: {_e(v)}" for k, v in sorted(ident.items()))
+    notes = "".join(f"<li>{_e(n)}</li>" for n in _notes(r))
     rows = "".join(
-        f'<tr><td>{_e(i["id"])}</td><td class="st-{_e(i["status"])}">{_e(i["status"])}</td>'
-        f'<td class="num">{_num(i["score"])}/{_num(i["max_score"])}</td><td>{_e(", ".join(i["traps"]))}</td>'
-        f"<td>{_e(i['message'])}</td></tr>"
+        f'<tr data-item="{_e(i["id"])}"><td>{_e(i["id"])}</td><td class="st-{_e(i["status"])}">{_e(i["status"])}</td>'
+        f'<td class="num">{_num(i["score"])}/{_num(i["max_score"])}</td>'
+        f'<td class="num">{_maxdiff(i.get("maxdiff"))}</td>'
+        f"<td>{_shape(i.get('shape')) or 'none'}"
+        + (
+            f" (expected {_shape(i.get('expected_shape'))})"
+            if i.get("expected_shape") is not None and i.get("shape") != i.get("expected_shape")
+            else ""
+        )
+        + f"</td><td>{_e(', '.join(i['traps']))}</td><td>{_e(i['message'])}</td></tr>"
         for i in r["items"]
     )
     return (
         f'<section class="student" id="{anchor}" data-student="{_e(s)}"><h3>{_e(s)}: '
         f"{_num(r['score'])}/{_num(r['max_score'])}</h3>"
         + (f"<p>{who}</p>" if who else "")
-        + f'<p>Graded files:</p><ul class="graded-files">{files}</ul>'
-        + (f"<p>Intake notes:</p><ul>{notes}</ul>" if notes else "")
-        + (f'<p>Reaches into internals:</p><ul class="private">{private}</ul>' if private else "")
-        + f"<table><tr><th>item</th><th>status</th><th>score</th><th>traps</th><th>message</th></tr>{rows}</table>"
-        + '<p><a href="#students">back to the table</a></p></section>'
+        + _markers(s, r, list(pairs), anchors or {})
+        + _sources(r)
+        + (f'<p>Intake notes:</p><ul class="notes">{notes}</ul>' if notes else "")
+        + "<table><tr><th>item</th><th>status</th><th>points</th><th>maxdiff</th><th>shape</th><th>traps</th>"
+        f"<th>message</th></tr>{rows}</table>" + '<p><a href="#students">back to the table</a></p></section>'
     )
 
 
@@ -319,8 +492,13 @@ def html_report(summary: dict, students: dict | None = None) -> str:
     """Return report.html: everything above in one self-contained page."""
     students = students or {}
     anchors = _anchors(students)
+    similar = _similar_pairs(summary)
+    failing = _failing(summary, students)
+    item_anchors = {item: f"fail-{k}" for k, item in enumerate(summary["items"])}
+    for item in failing:
+        item_anchors.setdefault(item, f"fail-{len(item_anchors)}")
     s = summary["score"]
-    details = "".join(_detail(st, students[st], anchors[st]) for st in sorted(students))
+    details = "".join(_detail(st, students[st], anchors[st], similar.get(st, []), anchors) for st in sorted(students))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>backprop-ninja class report</title>
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
@@ -330,12 +508,13 @@ def html_report(summary: dict, students: dict | None = None) -> str:
 <p id="headline">{summary["students"]} submissions; score mean {s["mean"]}, median {s["median"]},
 range {s["min"]}-{s["max"]} of {summary["max_score"]}.</p>
 <nav>{NAV}</nav>
-<h2 id="students">Students</h2><p>Click a column heading to sort; click a student for every item.</p>
-{_students_table(students, anchors)}
+<h2 id="students">Students</h2><p>Click a column heading to sort; type to filter; click a student for every item.</p>
+{_students_table(students, anchors, similar)}
 <h2 id="histogram">Score histogram</h2>
 {_histogram(students, summary["max_score"])}
 <h2 id="items">Pass rate per item</h2>
-{_pass_rates(summary)}
+{_pass_rates(summary, failing, item_anchors)}
+{_failing_lists(summary, failing, item_anchors, anchors)}
 <h2 id="traps">Traps: what each means and who hit it</h2>
 {_traps(summary, anchors)}
 <h2 id="flags">Flags</h2>
