@@ -15,14 +15,6 @@ _LABEL = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "timeout": "
 _CELL = "padding:2px 8px;text-align:left;vertical-align:top"
 
 
-def _fmt(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return str(value)
-    return f"{value:.2e}" if value else "0"
-
-
 class CheckReport:
     """A graded result that IPython renders as HTML in a notebook and as text in a terminal."""
 
@@ -49,9 +41,9 @@ class CheckReport:
                 f"<code>{html.escape(item.id)}</code>",
                 f"<b style='color:{color}'>{_LABEL.get(item.status, item.status)}</b>",
                 f"{item.score:g}/{item.max_score:g}",
-                _fmt(item.exact),
-                _fmt(item.approx),
-                _fmt(item.maxdiff),
+                report.cmp_cell(item.exact),
+                report.cmp_cell(item.approx),
+                report.cmp_cell(item.maxdiff),
                 html.escape(", ".join(item.traps)),
             ]
             rows.append("<tr>" + "".join(f"<td style='{_CELL}'>{c}</td>" for c in cells) + "</tr>")

@@ -40,7 +40,8 @@ def _escaped(m: re.Match) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def _fmt(value) -> str:
+def cmp_cell(value) -> str:
+    """Return one cell of the cmp() columns (exact, approx, maxdiff): '-' when there is no value."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -96,8 +97,8 @@ def table(result: SubmissionResult, *, hints: bool = False, color: bool | None =
         traps = ", ".join(item.traps)
         pts = f"{item.score:g}/{item.max_score:g}"
         lines.append(
-            f"{item.id:<{idw}}  {label} {pts:<6} {_fmt(item.exact):<6} {_fmt(item.approx):<6} "
-            f"{_fmt(item.maxdiff):<9} {traps}".rstrip()
+            f"{item.id:<{idw}}  {label} {pts:<6} {cmp_cell(item.exact):<6} {cmp_cell(item.approx):<6} "
+            f"{cmp_cell(item.maxdiff):<9} {traps}".rstrip()
         )
         if item.scope != "item":
             continue  # said once above the table
