@@ -18,28 +18,9 @@ from grader.grading.scan import flagged_note, numeric_note
 from grader.grading.traps import TRAPS
 from grader.submissions.intake import discover
 from grader.submissions.intake import messages as msg
+from tests.conftest import item_json as _item
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "batch" / "students"
-
-
-def _item(exercise, name, status="passed", max_score=1.0, **extra):
-    item = {
-        "id": f"{exercise}.{name}",
-        "exercise": exercise,
-        "name": name,
-        "status": status,
-        "exact": status == "passed",
-        "approx": status == "passed",
-        "maxdiff": 0.0 if status == "passed" else 0.25,
-        "shape": [32, 27],
-        "expected_shape": [32, 27],
-        "traps": [],
-        "message": "",
-        "score": max_score if status == "passed" else 0.0,
-        "max_score": max_score,
-    }
-    item.update(extra)
-    return item
 
 
 def _student(items, **extra):

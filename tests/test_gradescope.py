@@ -18,6 +18,7 @@ from grader.ship import gradescope, release
 from grader.spec import policy
 from grader.spec.policy import Policy
 from tests.conftest import REFERENCE
+from tests.conftest import item_json as _item
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "the autograder's course secret"
@@ -29,27 +30,6 @@ TEST_KEYS = {
     "score", "max_score", "status", "name", "name_format", "number", "output", "output_format", "tags",
     "visibility", "extra_data",
 }  # fmt: skip
-
-
-def _item(exercise, name, status="passed", score=None, max_score=1.0, **extra):
-    """Return one hand-made item in the runner's JSON shape."""
-    item = {
-        "id": f"{exercise}.{name}",
-        "exercise": exercise,
-        "name": name,
-        "status": status,
-        "exact": status == "passed",
-        "approx": status == "passed",
-        "maxdiff": 0.0 if status == "passed" else 0.25,
-        "shape": [32, 27],
-        "expected_shape": [32, 27],
-        "traps": [],
-        "message": "",
-        "score": max_score if score is None and status == "passed" else (score or 0.0),
-        "max_score": max_score,
-    }
-    item.update(extra)
-    return item
 
 
 def _result(items):

@@ -26,6 +26,7 @@ from grader.ship import prairielearn
 from grader.spec import policy
 from grader.spec.policy import Policy
 from tests.conftest import REFERENCE
+from tests.conftest import item_json as _item
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "the PrairieLearn course secret"
@@ -80,27 +81,6 @@ def validate(results: dict) -> None:
         got, out_of = sum(t["points"] for t in tests), sum(t["max_points"] for t in tests)
         assert results["score"] == pytest.approx(got / out_of if out_of else 0.0)
     assert len(json.dumps(results, allow_nan=False).encode()) <= LIMIT
-
-
-def _item(exercise, name, status="passed", max_score=1.0, **extra):
-    """Return one hand-made item in the runner's JSON shape."""
-    item = {
-        "id": f"{exercise}.{name}",
-        "exercise": exercise,
-        "name": name,
-        "status": status,
-        "exact": status == "passed",
-        "approx": status == "passed",
-        "maxdiff": 0.0 if status == "passed" else 0.25,
-        "shape": [32, 27],
-        "expected_shape": [32, 27],
-        "traps": [],
-        "message": "",
-        "score": max_score if status == "passed" else 0.0,
-        "max_score": max_score,
-    }
-    item.update(extra)
-    return item
 
 
 def _result(items):
