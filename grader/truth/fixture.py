@@ -308,11 +308,13 @@ class Fixture:
         return {**self.tensors, **self.params, "Xb": self.Xb, "Yb": self.Yb, "n": self.n}
 
     def checksum(self) -> str:
-        """Return a checksum of the batch and the loss, to pin the fixed data."""
+        """Return a checksum of the batch (its integers: the same on every CPU), to pin the fixed data.
+
+        The loss is pinned apart, to a tolerance: its last printed digit depends on the CPU's kernels.
+        """
         h = hashlib.sha256()
         h.update(self.Xb.numpy().tobytes())
         h.update(self.Yb.numpy().tobytes())
-        h.update(f"{self.tensors['loss'].item():.6f}".encode())
         return h.hexdigest()[:16]
 
     def secrets(self):
