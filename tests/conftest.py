@@ -140,3 +140,12 @@ def item_json(exercise, name, status="passed", score=None, max_score=1.0, **extr
     }
     item.update(extra)
     return item
+
+
+@pytest.fixture
+def no_truth_built():
+    """Start a test from no fixture built in this process (fixture.BUILT), and put the cache back after it."""
+    from grader.truth import fixture
+
+    with fixture.BUILT.emptied():
+        yield

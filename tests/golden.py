@@ -37,6 +37,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tests import hostile_files
 from tests.independent import student_files
 
 TESTS = Path(__file__).resolve().parent
@@ -53,7 +54,6 @@ HOSTILE = (
 )
 TIMEOUT = "3"  # the README's --timeout
 MACHINE_FIELDS = ("sandbox",)  # summary.json's walls: what this machine allows, not what a student earned
-_SECTION = re.compile(r"^# --- (ex\d)\.py$", re.M)  # as tests/test_batch.py reads a hostile case
 
 DIGITS = 4  # significant digits a float keeps in the golden text
 ABS_TOL, REL_TOL = 1e-6, 1e-3  # floats equal if |now - golden| <= ABS_TOL + REL_TOL * |golden|
@@ -102,17 +102,11 @@ def build(root: Path) -> Path:
     for name in HOSTILE:
         text = (TESTS / "hostile" / f"{name}.py").read_text()
         files = dict(ref)
-        parts = _SECTION.split(text)  # [first part, 'ex1', its part, ...]: the first goes to the expected exercise
-        for ex, part in [(_expected_exercise(text), parts[0]), *zip(parts[1::2], parts[2::2], strict=True)]:
+        for ex, part in hostile_files.parts(text):  # as tests/test_batch.py makes a hostile student
             files[f"{ex}.py"] += "\n\n" + part
         _write(subs / f"hostile_{name}", files)
     (root / "course.toml").write_text(f'secret = "{SECRET}"\n')
     return subs
-
-
-def _expected_exercise(text: str) -> str:
-    first = text.splitlines()[0]
-    return first.split("exercise=")[1].split()[0]
 
 
 def run(

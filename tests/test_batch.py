@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 import zipfile
 from pathlib import Path
 
@@ -14,10 +13,9 @@ import pytest
 from grader.classroom.batch import GRADEBOOK_COLUMNS, grade_batch
 from grader.sandbox import Limits
 from tests.conftest import CORPUS, EXERCISES, REFERENCE, make_submission
+from tests.hostile_files import EXPECT, HOSTILE, parts, touched
+from tests.hostile_files import expectation as hostile_expectation
 
-HOSTILE = sorted((Path(__file__).parent / "hostile").glob("*.py"))
-_EXPECT = re.compile(r"#\s*expect:\s*exercise=(\S+)\s+item=(\S+)\s+status=(\S+)\s+(message|flag)=(.+)")
-_SECTION = re.compile(r"^# --- (ex\d)\.py$", re.M)  # a case may append to several exercise files
 LIMITS = Limits(timeout=3.0, memory_mb=1024)  # the README's --timeout
 
 
@@ -26,18 +24,12 @@ def _marker() -> str:
     return "# " + "-".join(("CALM", "STUDENT", "PRIVATE", "MARKER")) + ": residue_scan.py must never see it\n"
 
 
-def hostile_expectation(path: Path):
-    match = _EXPECT.match(path.read_text().splitlines()[0])
-    assert match, path
-    exercise, item, status, kind, text = match.groups()
-    return exercise, item, status, (kind, text)
-
-
 def _student(root: Path, name: str, exercise: str | None = None, snippet: str = "", base=REFERENCE) -> None:
+    """Write a student: base's files, with snippet appended to exercise's file (a hostile case: to each of its)."""
     files = {}
     if exercise:
-        parts = _SECTION.split(snippet)  # [first part, 'ex2', its part, ...]
-        for ex, part in [(exercise, parts[0]), *zip(parts[1::2], parts[2::2], strict=True)]:
+        pieces = parts(snippet) if EXPECT.match(snippet) else [(exercise, snippet)]
+        for ex, part in pieces:
             files[f"{ex}.py"] = (base / f"{ex}.py").read_text() + "\n\n" + part
     make_submission(root / name, files, base)
 
@@ -104,7 +96,7 @@ def test_hostile_submission_is_contained_and_named(class_runs, case, jobs):
         assert result.get("flags", {}).get(text.strip()), result.get("flags")
     else:
         assert text.strip() in item["message"] or text.strip() in item["traps"], (item["message"], item["traps"])
-    others = [i for i in result["items"] if i["exercise"] not in (exercise, *_SECTION.findall(case.read_text()))]
+    others = [i for i in result["items"] if i["exercise"] not in touched(case.read_text())]
     assert all(i["status"] == "passed" for i in others), "other exercises must still be graded"
 
 
@@ -170,18 +162,18 @@ def test_resume_grades_again_a_student_whose_grading_process_failed(tmp_path, mo
     _student(subs, "alice")
     _student(subs, "bob")
     out = tmp_path / "out"
-    real = batch._grade_one
+    real = batch.grade_one_student
 
     def dies_for_bob(args):
         if args[0].student == "bob":
             os._exit(9)  # as if killed: the pool retries once, then records an error
         return real(args)
 
-    monkeypatch.setattr(batch, "_grade_one", dies_for_bob)
+    monkeypatch.setattr(batch, "grade_one_student", dies_for_bob)
     grade_batch(subs, out, jobs=1, limits=LIMITS, progress=False)
     assert json.loads((out / "students" / "bob.json").read_text())["score"] == 0
     assert "bob" not in json.loads((out / "manifest.json").read_text())
-    monkeypatch.setattr(batch, "_grade_one", real)
+    monkeypatch.setattr(batch, "grade_one_student", real)
     stamp = (out / "students" / "alice.json").stat().st_mtime_ns
     grade_batch(subs, out, jobs=1, limits=LIMITS, resume=True, progress=False)
     assert json.loads((out / "students" / "bob.json").read_text())["score"] == 42

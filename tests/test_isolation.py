@@ -19,6 +19,9 @@ from grader.grading.runner import TORCH_NOT_IMPLEMENTED, grade
 from grader.grading.scan import scan
 from grader.sandbox import MALFORMED, Limits, jail, wire
 from tests.conftest import CORPUS, REFERENCE, make_submission, with_snippet
+from tests.hostile_files import evaded
+
+HONEST = Path(__file__).parent / "honest"
 
 LIMITS = Limits(timeout=2.0, memory_mb=512)
 FIRST, MIDDLE, LAST = "dlogprobs", "dh", "dC"
@@ -157,13 +160,13 @@ def test_a_grading_process_that_dies_is_retried_once_then_recorded():
 
 
 def test_work_for_later_grading_processes_runs_once_beside_the_first(monkeypatch):
-    log, start = [], pool._start
+    log, start = [], pool.start_job
 
     def logged_start(task, *args, **kwargs):
         log.append(f"start {task}")
         return start(task, *args, **kwargs)
 
-    monkeypatch.setattr(pool, "_start", logged_start)
+    monkeypatch.setattr(pool, "start_job", logged_start)
     done = [
         t
         for t, r, _ in pool.run(
@@ -204,6 +207,48 @@ def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_
     assert scan("ex2", pick)[0].what == "reflection imported by name: getattr_from_fqn"  # getattr by a longer name
     for module_by_attribute in ("m = torch.inspect.getmembers(torch)", "f = torch.serialization.pickle.loads(b)"):
         assert scan("ex2", module_by_attribute), module_by_attribute  # a reflective module, reached as an attribute
+
+
+def test_routes_out_of_the_exercise_are_escapes_and_nothing_honest_is_one():
+    """A frame, raw memory, a format field path, the object graph: each form of each is an escape; nothing else."""
+    from grader.grading.scan import escapes
+
+    for path in sorted(CORPUS.rglob("*.py")) + sorted(REFERENCE.glob("*.py")) + sorted(HONEST.glob("*.py")):
+        assert escapes("ex", path.read_text()) == (), path
+    routes = {
+        "b = (lambda: 0).__code__": "private attribute .__code__",
+        "async def g():\n    yield\nb = g().ag_frame.f_builtins": "interpreter internals .ag_frame",
+        "from numpy.lib.stride_tricks import as_strided": "reflection imported by name: as_strided",
+        "v = np.lib.stride_tricks.as_strided(a, (1,), (0,))": "interpreter internals .as_strided",
+        "class R:\n    @property\n    def __array_interface__(self): ...": "raw memory: __array_interface__",
+        "d = {'__array_struct__': 1}": "raw memory: __array_struct__",
+        "s = '{0.sys.modules[x].y}'.format(torch)": "a format string reading attributes by name",
+        "from string import Formatter": "reflection imported by name: Formatter",
+        "objs = torch.sys.modules['gc'].get_objects()": "interpreter internals .get_objects",
+        "match x:\n    case object(__globals__=g): pass": "attribute read by a match pattern: __globals__",
+        "import ctypes": "interpreter module ctypes",
+    }
+    for code, what in routes.items():
+        found = escapes("ex2", "import torch\nimport numpy as np\n" + code + "\n")
+        assert found and found[0].what.startswith(what) and found[0].escape, (code, found)
+    for tame in ("x = getattr(torch, name)", "import sys\nprint(sys.version)", "n = torch._C", "exec(code)"):
+        assert escapes("ex2", tame + "\n") == (), tame  # flagged for the instructor, still run
+        assert scan("ex2", tame + "\n"), tame
+
+
+def test_a_file_with_a_route_out_is_not_run_and_its_other_exercises_are(tmp_path):
+    """The refusal is an error on every item of that file, naming the line; ex1's items still pass."""
+    from grader.grading.scan import REFUSED
+
+    snippet = "async def _g():\n    yield\n\n\nREAL = _g().ag_frame.f_builtins\n"
+    sub = with_snippet(tmp_path, "ex2", snippet)
+    result = grade(sub, ("ex1", "ex2"), limits=Limits(timeout=30))
+    ex2 = [i for i in result.items if i.exercise == "ex2"]
+    assert ex2 and all(i.status == "error" for i in ex2)
+    head = REFUSED.split("{where}")[0]
+    assert all(i.message.startswith(head) and "ex2.py line" in i.message and "ag_frame" in i.message for i in ex2)
+    assert all(i.status == "passed" for i in result.items if i.exercise == "ex1")
+    assert result.extra["flags"]["private_internals"][0]["escape"] is True
 
 
 def test_the_fallback_sandbox_grades_without_fork(tmp_path, monkeypatch):
@@ -247,7 +292,7 @@ def test_the_one_child_is_forked_before_anything_is_judged(monkeypatch):
     from grader.sandbox import worker
 
     judged, forked_at = [0], []
-    real_judge, real_start = runner.judge, worker.Worker._start_fork
+    real_judge, real_start = runner.judge, worker.Worker.start_fork
 
     def counting_judge(*args, **kwargs):
         judged[0] += 1
@@ -258,7 +303,7 @@ def test_the_one_child_is_forked_before_anything_is_judged(monkeypatch):
         return real_start(self)
 
     monkeypatch.setattr(runner, "judge", counting_judge)
-    monkeypatch.setattr(worker.Worker, "_start_fork", recording_start)
+    monkeypatch.setattr(worker.Worker, "start_fork", recording_start)
     result = grade(REFERENCE, limits=LIMITS)
     assert all(i.status == "passed" for i in result.items)
     assert judged[0] > 30 and forked_at == [0], f"children forked after {forked_at} judgements"  # one per student
@@ -290,7 +335,8 @@ def test_the_course_secret_cannot_be_found_from_a_sandbox(tmp_path):
     from grader.spec.policy import Policy
 
     secret = "a-course-secret-nobody-may-read"
-    result = grade(with_snippet(tmp_path / "sub", "ex1", SECRET_HUNT), policy=Policy(secret=secret), limits=LIMITS)
+    hunt = evaded(SECRET_HUNT)  # past the scan's refusal of frames: the walls behind it must hold on their own
+    result = grade(with_snippet(tmp_path / "sub", "ex1", hunt), policy=Policy(secret=secret), limits=LIMITS)
     item = next(i for i in result.items if i.id == "ex1.dlogprobs")
     assert "hunt: nothing" in item.message, item.message
     assert secret not in json.dumps(result.to_dict())
@@ -366,18 +412,17 @@ def test_the_sweep_never_follows_a_link(tmp_path):
         bait.unlink()
 
 
-def test_the_truth_is_computed_in_a_helper_never_in_the_process_that_forks_sandboxes(monkeypatch):
+def test_the_truth_is_computed_in_a_helper_never_in_the_process_that_forks_sandboxes(monkeypatch, no_truth_built):
     """Autograd's intermediates, freed here, would lie in every later child's memory for a scan to find."""
     from grader.sandbox import arena
     from grader.truth import fixture
 
-    monkeypatch.setattr(fixture, "_BUILT", {})
     here, real = [], fixture.autograd_truth
     monkeypatch.setattr(fixture, "autograd_truth", lambda *a, **k: here.append(1) or real(*a, **k))
     result = grade(REFERENCE, limits=LIMITS)
     assert all(i.status == "passed" for i in result.items)
     assert here == [], "the truth was computed in the grading process"
-    assert all(arena.ARENA.holds(t) for fx in fixture._BUILT.values() for t in fx.secrets())
+    assert all(arena.ARENA.holds(t) for fx in fixture.BUILT.values() for t in fx.secrets())
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="process names are Linux-only")
@@ -425,16 +470,15 @@ def test_grading_again_and_again_leaks_no_descriptor(tmp_path):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the truth server is Linux-only")
-def test_the_truth_server_builds_what_a_helper_would_and_a_dead_one_costs_nothing(monkeypatch):
+def test_the_truth_server_builds_what_a_helper_would_and_a_dead_one_costs_nothing(monkeypatch, no_truth_built):
     from grader.truth import fixture
     from grader.truth import server as prebuild
 
     keys = [(fixture.hidden_geometry("a course secret", bytes([k])), None, k == 1) for k in range(4)]
-    monkeypatch.setattr(fixture, "_BUILT", {})
     prebuild.prebuild(keys[:2])  # a helper of its own: what the server must match
-    helper = {k: fixture._BUILT.pop(k) for k in keys[:2]}
-    forked, real = [], prebuild._fork_helper
-    monkeypatch.setattr(prebuild, "_fork_helper", lambda todo: forked.append(1) or real(todo))
+    helper = {k: fixture.BUILT.pop(k) for k in keys[:2]}
+    forked, real = [], prebuild.fork_helper
+    monkeypatch.setattr(prebuild, "fork_helper", lambda todo: forked.append(1) or real(todo))
     server = prebuild.serve()
     try:
         prebuild.prebuild(keys[:2])
@@ -442,20 +486,20 @@ def test_the_truth_server_builds_what_a_helper_would_and_a_dead_one_costs_nothin
         os.kill(server.pid, signal.SIGSTOP)  # a server that stops answering costs one wait, then a helper
         monkeypatch.setattr(prebuild, "SERVER_WAIT", 0.5)
         prebuild.prebuild(keys[3:])
-        assert forked == [1] and keys[3] in fixture._BUILT
+        assert forked == [1] and keys[3] in fixture.BUILT
         os.kill(server.pid, signal.SIGCONT)
         for k in keys[:2]:
-            a, b = helper[k], fixture._BUILT[k]
+            a, b = helper[k], fixture.BUILT[k]
             assert len(a.steps) == len(b.steps) == (fixture.HIDDEN_TRAINING_STEPS if k[2] else 0)
             assert all(torch.equal(x, y) for x, y in zip(a.secrets(), b.secrets(), strict=True))
             assert torch.equal(a.Xb, b.Xb) and all(torch.equal(a.params[p], b.params[p]) for p in a.params)
         os.kill(server.pid, signal.SIGKILL)
         os.waitpid(server.pid, 0)
         prebuild.prebuild(keys[2:3])  # the server is gone: a helper builds it, and nothing is built here
-        assert forked == [1, 1] and keys[2] in fixture._BUILT
+        assert forked == [1, 1] and keys[2] in fixture.BUILT
     finally:
         server.close()
-    assert prebuild._SERVER == [None]
+    assert not prebuild.serving()
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="grade batch needs Linux")
@@ -464,14 +508,14 @@ def test_a_batch_builds_every_hidden_truth_in_its_server_not_in_helpers(tmp_path
     from grader.truth import server as prebuild
 
     marker = tmp_path / "forked"
-    real = prebuild._fork_helper
+    real = prebuild.fork_helper
 
     def fork_helper(todo):
         with marker.open("a") as f:
             f.write(f"{os.getpid()}\n")
         return real(todo)
 
-    monkeypatch.setattr(prebuild, "_fork_helper", fork_helper)  # the grading processes inherit it
+    monkeypatch.setattr(prebuild, "fork_helper", fork_helper)  # the grading processes inherit it
     subs = tmp_path / "subs"
     for name in ("ada", "ben"):
         make_submission(subs / name, {"ex2.py": (REFERENCE / "ex2.py").read_text() + f"# {name}\n"}, base=None)
@@ -479,19 +523,18 @@ def test_a_batch_builds_every_hidden_truth_in_its_server_not_in_helpers(tmp_path
     assert summary["items"]["ex2.dlogits"]["passed"] == 2
     forked_by = set(marker.read_text().split()) if marker.exists() else set()
     assert forked_by <= {str(os.getpid())}, "a grading process forked a helper"  # the lecture's truth, here
-    assert prebuild._SERVER == [None]
+    assert not prebuild.serving()
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the truth server is Linux-only")
-def test_a_grading_process_slow_to_read_its_truth_stalls_no_other(monkeypatch):
+def test_a_grading_process_slow_to_read_its_truth_stalls_no_other(monkeypatch, no_truth_built):
     from grader.truth import fixture
     from grader.truth import server as prebuild
 
-    monkeypatch.setattr(fixture, "_BUILT", {})
     geometries = [fixture.hidden_geometry("a course secret", bytes([k])) for k in range(7)]
     big = [(g, None, True) for g in geometries[:6]]  # megabytes of truth: more than a pipe holds
-    forked, real = [], prebuild._fork_helper
-    monkeypatch.setattr(prebuild, "_fork_helper", lambda todo: forked.append(1) or real(todo))
+    forked, real = [], prebuild.fork_helper
+    monkeypatch.setattr(prebuild, "fork_helper", lambda todo: forked.append(1) or real(todo))
     monkeypatch.setattr(prebuild, "SERVER_WAIT", 5.0)
     server = prebuild.serve()
     try:
@@ -500,7 +543,7 @@ def test_a_grading_process_slow_to_read_its_truth_stalls_no_other(monkeypatch):
         prebuild.prebuild([(geometries[6], None, False)])  # another student's, asked after
         assert forked == [] and time.monotonic() - started < 5.0, "the server waited for the slow reader"
         prebuild.finish(slow)
-        assert forked == [] and all(k in fixture._BUILT for k in big)
+        assert forked == [] and all(k in fixture.BUILT for k in big)
     finally:
         server.close()
 
@@ -576,7 +619,7 @@ def test_values_are_read_as_they_are_not_as_their_storage(tmp_path):
         "    imag = torch.view_as_complex(buf.view(-1, 2)).conj().imag  # storage: t; values: -t\n"
         "    return torch.as_strided(imag, t.shape, (t.shape[1], 1), 1)\n"
     )
-    item = _one_item(tmp_path, "ex1", negated, "dlogprobs")
+    item = _one_item(tmp_path, "ex1", evaded(negated), "dlogprobs")  # as_strided would be refused: the wire's test
     assert item.status == "failed" and "sign-flip" in item.traps, (item.status, item.traps)
 
 

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, EXERCISES, REFERENCE, make_submission
-from tests.test_batch import _SECTION, HOSTILE, _student, hostile_expectation
+from tests.hostile_files import HOSTILE, parts, touched
+from tests.hostile_files import expectation as hostile_expectation
+from tests.test_batch import _student
 from tests.test_honest import BUNDLES, exercise_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +130,7 @@ def test_every_hostile_case_gets_its_verdict_in_every_mode(runs, mode):
             ok = ok and bool(result.get("flags", {}).get(text.strip()))
         else:
             ok = ok and (text.strip() in item["message"] or text.strip() in item["traps"])
-        others = [i for i in result["items"] if i["exercise"] not in (exercise, *_SECTION.findall(case.read_text()))]
+        others = [i for i in result["items"] if i["exercise"] not in touched(case.read_text())]
         ok = ok and all(i["status"] == "passed" for i in others)
         if not ok:
             wrong.append(f"{case.stem}: {item['status']} {item['message'][:160]!r}")
@@ -145,19 +147,6 @@ def test_a_run_without_the_minimum_walls_is_refused_unless_unsafe(tmp_path, monk
     with pytest.raises(jail.WallsMissing, match="system-call allow-list"):
         batch.grade_batch(tmp_path / "subs", tmp_path / "out", jobs=1, progress=False)
     assert not (tmp_path / "out").exists()
-
-
-GRADESCOPE_CASES = (  # the channels between runs and processes, and what a diagnose-level course must not show
-    "lock_ranges_ex1_to_ex2",
-    "sysv_shm_ex1_to_ex2",
-    "sysv_sem_memory_escape",
-    "posix_mqueue_ex1_to_ex2",
-    "socket_oracle",
-    "chroot_climb_reads_reference",
-    "pdeathsig_lingers",
-    "trap_texts_copied_out",
-    "forged_digest_flag_free",
-)
 
 
 @pytest.fixture(scope="module")
@@ -198,29 +187,37 @@ def _autograde(source: Path, root: Path, files: dict[str, str]) -> dict:
     return results
 
 
-def test_the_gradescope_autograder_without_cap_sys_admin_holds_against_every_channel(autograder_source, tmp_path):
-    """Each hostile run changes only its own attacked item; a calm run after them all is the calm run before."""
+def test_the_gradescope_autograder_without_cap_sys_admin_holds_against_every_hostile_case(autograder_source, tmp_path):
+    """Each hostile run changes only its own exercises and scores nothing on its attacked item's hidden test; a calm
+    run after them all is the calm run before. Every case of tests/hostile, two autograder runs at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from grader.grading.traps import TRAPS  # a trap's id is in students' JSON, not in Gradescope's results
+
     reference = {f"ex{k}.py": (ROOT / "reference" / f"ex{k}.py").read_text() for k in range(1, 5)}
     calm = _autograde(autograder_source, tmp_path / "calm", reference)
     assert calm["score"] == 42 and not [t for t in calm["tests"] if t.get("name", "").startswith("sandbox")]
     by_name = {t["name"]: t for t in calm["tests"]}
-    wrong = []
-    for stem in GRADESCOPE_CASES:
-        case = Path(__file__).parent / "hostile" / f"{stem}.py"
-        exercise, item_id, _, (kind, text) = hostile_expectation(case)
+
+    def attack(case: Path) -> list[str]:
+        exercise, item_id, status, (kind, text) = hostile_expectation(case)
         files = dict(reference)
-        parts = _SECTION.split(case.read_text())
-        for ex, part in [(exercise, parts[0]), *zip(parts[1::2], parts[2::2], strict=True)]:
+        for ex, part in parts(case.read_text()):
             files[f"{ex}.py"] = files[f"{ex}.py"] + "\n\n" + part
-        got = _autograde(autograder_source, tmp_path / stem, files)
-        touched = {exercise, *_SECTION.findall(case.read_text())}
-        for test in got["tests"]:
-            if test["name"].split(".")[0] not in touched and test != by_name.get(test["name"]):
-                wrong.append(f"{stem}: {test['name']} changed")
+        got = _autograde(autograder_source, tmp_path / case.stem, files)
+        wrong = [
+            f"{case.stem}: {test['name']} changed"
+            for test in got["tests"]
+            if test["name"].split(".")[0] not in touched(case.read_text()) and test != by_name.get(test["name"])
+        ]
         attacked = next(t for t in got["tests"] if t["name"] == f"{item_id} (hidden geometry)")
-        if attacked["score"]:
-            wrong.append(f"{stem}: {item_id} scored {attacked['score']}")
-        if kind == "message" and text.strip() not in json.dumps(got):
-            wrong.append(f"{stem}: {text.strip()!r} not in the results")
+        if status != "any" and attacked["score"]:
+            wrong.append(f"{case.stem}: {item_id} scored {attacked['score']}")
+        if kind == "message" and text.strip() not in TRAPS and text.strip() not in json.dumps(got):
+            wrong.append(f"{case.stem}: {text.strip()!r} not in the results")
+        return wrong
+
+    with ThreadPoolExecutor(2) as runs:
+        wrong = [w for found in runs.map(attack, HOSTILE) for w in found]
     assert wrong == []
     assert _autograde(autograder_source, tmp_path / "calm_again", reference) == calm

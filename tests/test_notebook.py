@@ -355,7 +355,7 @@ def _check(monkeypatch, inputs: list[str], numbers: list[int] | None = None, *ar
 
     shown = []
     numbers = numbers or list(range(1, len(inputs) + 1))
-    monkeypatch.setattr(module, "_history", lambda: (list(inputs), list(numbers)))
+    monkeypatch.setattr(module, "kernel_history", lambda: (list(inputs), list(numbers)))
     monkeypatch.setattr(IPython.display, "display", shown.append)
     module.check(*args, **kwargs)
     (report,) = shown

@@ -154,6 +154,7 @@ def test_without_a_secret_one_run_keeps_one_geometry():
 
 def test_grade_uses_the_policy(tmp_path):
     from grader.grading.runner import grade
+    from grader.submissions.intake import read_submission
 
     sub = make_submission(tmp_path / "sub", base=REFERENCE)
     p = Policy(points={"ex2.dlogits": 7}, secret="correct horse battery staple")
@@ -161,11 +162,13 @@ def test_grade_uses_the_policy(tmp_path):
     assert [(i.id, i.status, i.max_score, i.score) for i in result.items] == [("ex2.dlogits", "passed", 7.0, 7.0)]
     assert result.items[0].hidden == "passed"
     call = catalogue.select(("ex2",))[0]
-    drawn = catalogue._SUBMISSION[0]  # the digest of this submission's files
-    own = drawn + catalogue.HIDDEN_GROUP["ex2"]  # each exercise draws a hidden geometry of its own
-    assert drawn and catalogue.geometries(call)[1] == fixture.hidden_geometry("correct horse battery staple", own)
+    draw = catalogue.Draw.of(p.secret, read_submission(sub).sources)  # the secret and this submission's files
+    own = draw.submission + catalogue.HIDDEN_GROUP["ex2"]  # each exercise draws a hidden geometry of its own
+    assert catalogue.geometries(call, draw)[1] == fixture.hidden_geometry("correct horse battery staple", own)
+    built = {fx.geometry for fx in fixture.built_fixtures()}  # the truth grade() had built: on that geometry
+    assert catalogue.geometries(call, draw)[1] in built
     grade(sub, ("ex2",))
-    assert catalogue.geometries(call)[1] == fixture.hidden_geometry(None, own)
+    assert fixture.hidden_geometry(None, own) in {fx.geometry for fx in fixture.built_fixtures()}
 
 
 def test_each_submission_draws_its_own_hidden_geometry_and_a_regrade_the_same(tmp_path):
@@ -175,8 +178,8 @@ def test_each_submission_draws_its_own_hidden_geometry_and_a_regrade_the_same(tm
     drawn = []
     for k, text in enumerate(["x = 1\n", "x = 2\n", "x = 1\n"]):
         sub = make_submission(tmp_path / f"sub{k}", {"ex2.py": text}, base=None)
-        catalogue.use_submission(read_submission(sub).sources)
-        drawn.append(fixture.hidden_geometry(secret, catalogue._SUBMISSION[0]))
+        digest = catalogue.Draw.of(secret, read_submission(sub).sources).submission
+        drawn.append(fixture.hidden_geometry(secret, digest))
     assert drawn[0] == drawn[2] != drawn[1]  # what one submission reads of its hidden inputs is not the next one's
     assert drawn[0] != fixture.hidden_geometry(secret)
 
@@ -209,11 +212,10 @@ def _secret_not_drawing(folder, n: int, avoid: str) -> str:
     from grader.grading.runner import read_sources
 
     problems: dict = {}
-    catalogue.use_submission(read_sources(folder, catalogue.EXERCISES, problems))
+    sources = read_sources(folder, catalogue.EXERCISES, problems)
     call = catalogue.select(("ex2",))[0]
     for secret in (avoid, *(f"yet another course secret {k}" for k in range(100))):
-        catalogue.use_secret(secret)
-        if catalogue.geometries(call)[1].n not in (n, fixture.PRIMARY.n):
+        if catalogue.geometries(call, catalogue.Draw.of(secret, sources))[1].n not in (n, fixture.PRIMARY.n):
             return secret
     raise AssertionError("no secret draws another size")
 
@@ -308,12 +310,14 @@ def test_cli_names_a_bad_course_toml(tmp_path):
 
 def test_sizes_read_out_of_one_submission_do_not_fit_the_next(tmp_path):
     from grader.grading.runner import grade
+    from grader.submissions.intake import read_submission
 
     secret = Policy(secret="correct horse battery staple")
     probe = make_submission(tmp_path / "probe", {"ex2.py": (REFERENCE / "ex2.py").read_text()}, base=None)
     assert grade(probe, ("ex2",), policy=secret).items[0].hidden == "passed"
     # whatever the probe's code saw of its hidden inputs (a print, an exception's text), these were its sizes:
-    fished = fixture.hidden_geometry(secret.secret, catalogue._SUBMISSION[0]).n
+    digest = catalogue.Draw.of(None, read_submission(probe).sources).submission
+    fished = fixture.hidden_geometry(secret.secret, digest).n
     ex2 = _only_for(secret.secret).replace(f"(32, {fixture.hidden_geometry(secret.secret).n})", f"(32, {fished})")
     assert f"(32, {fished})" in ex2
     fish = make_submission(tmp_path / "fish", {"ex2.py": ex2}, base=None)

@@ -289,7 +289,7 @@ def test_curve_trains_the_students_backward_once_with_the_reference_beside(tmp_p
 
     monkeypatch.setenv("GRADER_CACHE", str(tmp_path / "cache"))
     trainings, helpers = [], []
-    real_train, real_curve = training_cli._train, training_cli.ReferenceCurve.__init__
+    real_train, real_curve = training_cli.train_student, training_cli.ReferenceCurve.__init__
 
     def counted_train(*args, **kwargs):
         trainings.append([c.job is not None and not c.job.done for c in helpers])  # the helper already running
@@ -299,7 +299,7 @@ def test_curve_trains_the_students_backward_once_with_the_reference_beside(tmp_p
         real_curve(self, *args)
         helpers.append(self)
 
-    monkeypatch.setattr(training_cli, "_train", counted_train)
+    monkeypatch.setattr(training_cli, "train_student", counted_train)
     monkeypatch.setattr(training_cli.ReferenceCurve, "__init__", recorded_curve)
     pytest.importorskip("matplotlib")
     png = tmp_path / "curve.png"

@@ -35,7 +35,7 @@ class BatchNeedsLinux(RuntimeError):
 COLLAPSE_FROM = 100
 
 
-def _grade_one(args) -> dict:
+def grade_one_student(args) -> dict:
     """Grade one student; runs in a grading process of its own (see pool.py)."""
     entry, limits, data, policy = args
     from grader.grading.runner import grade
@@ -174,10 +174,9 @@ def grade_batch(
         )
     ]
     torch.set_num_threads(1)  # GNU OpenMP does not survive fork; the tensors here are tiny anyway
-    catalogue.use_secret(policy.secret)
     # the graded geometry's truth once here, for every grading process to inherit; each student's hidden geometry
     # is drawn from their own files, and the truth server (forked now, before any student's data) builds its truth
-    catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data, hidden=False)
+    catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data, None)
     _warm_up()
     collapse = pages.collapse_heap if len(todo) >= COLLAPSE_FROM else None  # while the first student is graded
     server = prebuild.serve()
@@ -194,7 +193,7 @@ def grade_batch(
     deadline = per_submission(limits.timeout)  # a bound no honest submission comes near
     with jail.held():  # made here, so the grading processes share it and it is removed when the run ends
         try:
-            graded = pool.run(work, _grade_one, jobs=jobs, deadline=deadline, after_first=collapse)
+            graded = pool.run(work, grade_one_student, jobs=jobs, deadline=deadline, after_first=collapse)
             for (entry, *_), result, why in graded:
                 _write_json(out / "students" / f"{entry.student}.json", result or _failed(entry, why, policy, data))
                 if result is not None:  # a grading process that failed (killed, overran) is graded again on --resume

@@ -56,7 +56,7 @@ def run(
             while queue and free_slots:
                 task, tries = queue.pop()
                 slot = free_slots.pop()
-                job = _start(task, grade_one, slot, tries)
+                job = start_job(task, grade_one, slot, tries)
                 running[job.fd] = job
                 if after_first is not None:
                     after_first, first = None, after_first
@@ -104,7 +104,7 @@ class Background:
     """
 
     def __init__(self, fn: Callable[[], object]):
-        self.job = _start(None, lambda _: {"value": fn()}, 0, 0, slot_uid=False)
+        self.job = start_job(None, lambda _: {"value": fn()}, 0, 0, slot_uid=False)
         self.done = False
 
     def result(self, timeout: float = 900.0) -> object:
@@ -143,7 +143,7 @@ def _next_wakeup(running: dict, deadline: float) -> float:
     return max(0.01, min(1.0, oldest + deadline - time.monotonic()))
 
 
-def _start(task, grade_one, slot: int, tries: int, slot_uid: bool = True) -> _Running:
+def start_job(task, grade_one, slot: int, tries: int, slot_uid: bool = True) -> _Running:
     r, w = os.pipe()
     gc.freeze()  # nobody collects the inherited heap: a full collection walks all of torch and copies its pages
     # Ctrl-C held back during fork: arriving in os.fork's at-fork callbacks (logging's), it would be swallowed

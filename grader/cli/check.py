@@ -23,7 +23,7 @@ def _exercises(exercise: str | None) -> tuple[str, ...]:
     raise ValueError(msg.CHECK_UNKNOWN.format(what=exercise))
 
 
-def _history() -> tuple[list[str], list[int]]:
+def kernel_history() -> tuple[list[str], list[int]]:
     """Return the inputs this kernel has run, with their execution numbers."""
     from IPython import get_ipython
 
@@ -98,7 +98,7 @@ def check(
     from grader.submissions.sources import Submission
 
     exercises = _exercises(exercise)
-    inputs, numbers = _history()
+    inputs, numbers = kernel_history()
     policy, found = _course(course)
     sources, notes = history_sources(inputs, numbers)
     notes = notes_for(notes, exercises)

@@ -65,7 +65,7 @@ def run_full(submission, *, data: str | None, steps: int, quiet: bool, plot: str
         raise TrainingFailed(f"--full needs Ex4's backward, and there is none in {where}")
     reference = ReferenceCurve(corpus, steps) if plot else None  # started first: the opening is timed beside it
     try:
-        run = _judge(*_train(sources["ex4"], data, steps, quiet), corpus)
+        run = _judge(*train_student(sources["ex4"], data, steps, quiet), corpus)
         if not quiet:
             report.note(
                 f"trained {run.steps} steps in {run.seconds:.0f} s: train loss {run.train_loss:.4f}, "
@@ -100,7 +100,7 @@ def _judge(header: dict, blob: bytes, corpus) -> training.TrainingRun:
         return training.finish(params, losses_list, header.get("diverged_at"), float(header.get("seconds", 0)), corpus)
 
 
-def _train(source, data, steps: int, quiet: bool) -> tuple[dict, bytes]:
+def train_student(source, data, steps: int, quiet: bool) -> tuple[dict, bytes]:
     """Run the student's training in a sandbox child: the timed opening, then the rest; return the final reply."""
     probe = min(steps, PROBE_STEPS)
     ceiling = PROBE_TIMEOUT + deadline(PROBE_TIMEOUT / probe, steps - probe)  # the longest the two may be given

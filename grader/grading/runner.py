@@ -319,7 +319,6 @@ def grade(
     """
     traps.check_level(level)
     policy = policy or Policy()
-    catalogue.use_secret(policy.secret)  # the hidden geometry this course's secret draws
     if not isinstance(submission, Submission):
         folder, problems = Path(submission), {}
         sources = read_sources(folder, catalogue.EXERCISES, problems)
@@ -330,23 +329,28 @@ def grade(
     limits = limits or Limits()
     calls = catalogue.select(exercises, only)
     wanted = {c.exercise for c in calls}
-    catalogue.use_submission(submission.sources)  # this submission's own hidden geometry
+    draw = catalogue.Draw.of(policy.secret, submission.sources)  # the course's secret, this submission's own files
     sources = {ex: src for ex, src in submission.sources.items() if ex in wanted}
+    for ex, src in sources.items():  # a route out of the exercise (a frame, raw memory): the file is not run at all
+        escape = next(iter(internals.escapes(ex, src.text)), None)
+        if ex not in submission.problems and escape is not None:
+            where = src.where(escape.line) if src.line_map else f"{ex}.py line {escape.line}"
+            submission.problems[ex] = internals.refused_message(escape, where)
     session = Session(sources, limits)
     items: list[ItemResult] = []
     with jail.held():
         try:
-            started = catalogue.start_fixtures(calls, data)  # the truth, built in a helper while the children fork
+            started = catalogue.start_fixtures(calls, data, draw)  # the truth, built in a helper while children fork
             # every child forked before the truth exists here and before any reply is judged (see prestart)
             session.prestart([ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems])
             # read, not run: the scan fills the wait for the truth
             flags = [f.to_dict() for ex in sorted(sources) for f in internals.scan(ex, sources[ex].text)]
             numeric = [f.to_dict() for ex in sorted(sources) for f in internals.numeric(ex, sources[ex].text)]
-            catalogue.build_fixtures(calls, data, started)
+            catalogue.build_fixtures(calls, data, draw, started)
             for ex in catalogue.EXERCISES:
                 ex_calls = [c for c in calls if c.exercise == ex]
                 if ex_calls:
-                    items += _grade_exercise(session, ex, ex_calls, submission, data)
+                    items += _grade_exercise(session, ex, ex_calls, submission, data, draw)
         finally:
             session.close_all()
             reap(wait=True)
@@ -366,7 +370,7 @@ def failed_result(name: str, message: str, data=None, exercises=catalogue.EXERCI
     return SubmissionResult(name, items)
 
 
-def _grade_exercise(session: Session, ex: str, calls, submission: Submission, data) -> list[ItemResult]:
+def _grade_exercise(session: Session, ex: str, calls, submission: Submission, data, draw) -> list[ItemResult]:
     if ex in submission.problems:
         why = submission.problems[ex]
         return [_blank(c, i, data, "error", why, scope="file") for c in calls for i in c.items]
@@ -386,12 +390,12 @@ def _grade_exercise(session: Session, ex: str, calls, submission: Submission, da
         return [_blank(c, i, data, status, message, failed.output, scope="file") for c in calls for i in c.items]
     results, started = [], None
     for k, call in enumerate(calls):
-        items, pending = started or _start_call(session, call, functions, data)
+        items, pending = started or _start_call(session, call, functions, data, draw)
         if items is None:
             fx_a, fx_b, outs = pending
             out_a, out_b = session.finish_runs(outs)
             if k + 1 < len(calls):  # the next call runs in the child while this one is judged here
-                started = _start_call(session, calls[k + 1], functions, data)
+                started = _start_call(session, calls[k + 1], functions, data, draw)
             if out_a.failure or out_a.error:  # the hidden geometry matters only for an answer that ran
                 out_b = out_a
             items = [judge(i, _pick(out_a, call, i), _pick(out_b, call, i), fx_a, fx_b) for i in call.items]
@@ -401,13 +405,15 @@ def _grade_exercise(session: Session, ex: str, calls, submission: Submission, da
     return results
 
 
-def _start_call(session: Session, call: catalogue.Call, functions: dict, data) -> tuple[list | None, tuple | None]:
+def _start_call(
+    session: Session, call: catalogue.Call, functions: dict, data, draw: catalogue.Draw
+) -> tuple[list | None, tuple | None]:
     """Start one call: return (its items, None) when done here, or (None, (fixture a, fixture b, its request))."""
     info = functions.get(call.function)
     if info is None:
         msg = f"{call.exercise}.py has no function `{call.function}`; define it with the stub's name."
         return [_blank(call, i, data, "not_attempted", msg) for i in call.items], None
-    geo_a, geo_b = catalogue.geometries(call)
+    geo_a, geo_b = catalogue.geometries(call, draw)
     fx_a = catalogue.build_fixture(call, geo_a, data)
     fx_b = catalogue.build_fixture(call, geo_b, data)
     problem, names = _bind(call, info, fx_a)
@@ -521,7 +527,7 @@ def not_a_dict(kind: str) -> str:
 
 def _blank(call, item, data, status, message, output="", scope="item") -> ItemResult:
     """Return the verdict on an item that was not judged on values; scope "file" when its whole file failed."""
-    fx = catalogue.build_fixture(call, catalogue.geometries(call)[0], data)
+    fx = catalogue.build_fixture(call, catalogue.graded_geometry(call), data)
     return ItemResult(
         item.id,
         item.exercise,

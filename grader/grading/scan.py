@@ -64,17 +64,29 @@ RISKY_MODULES = frozenset(
 _REFLECTION = frozenset("getmembers getmembers_static import_module unwrap loads find_class".split())
 
 
+# Routes out of the exercise with no use in any derivation: a frame (and through it the real builtins), raw memory
+# at any address, the interpreter's object graph, attributes read by a format string's field path. Autograd's own
+# formulas are reachable through each, whatever the child's tripwires, so a file that holds one is not run at all.
+ESCAPES = RAW_MEMORY | frozenset(
+    "f_builtins f_back f_globals f_locals f_code f_trace gi_frame cr_frame ag_frame tb_frame tb_next gi_code cr_code "
+    "ag_code _getframe currentframe __traceback__ stride_tricks as_strided Formatter get_field vformat get_objects "
+    "get_referrers get_referents ctypes ctypeslib __builtins__ __globals__ __subclasses__ __code__ __closure__".split()
+)
+
+
 @dataclass(frozen=True)
 class Flag:
-    """One reach into internals: where, what, and the line."""
+    """One reach into internals: where, what, and the line; escape: a route out that keeps the file from running."""
 
     exercise: str
     line: int
     what: str
     code: str
+    escape: bool = False
 
     def to_dict(self) -> dict:
-        return {"exercise": self.exercise, "line": self.line, "what": self.what, "code": self.code}
+        out = {"exercise": self.exercise, "line": self.line, "what": self.what, "code": self.code}
+        return {**out, "escape": True} if self.escape else out
 
 
 def _trigger() -> re.Pattern:
@@ -110,19 +122,75 @@ TRIGGER = _trigger()  # every flag below needs one of these in the text; most ho
 @functools.lru_cache(maxsize=256)
 def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     """Return the places where a source file reaches into private or interpreter internals."""
+    found = ((getattr(node, "lineno", 0), what, id(node), node) for node, what in _flagged(text))
+    first = heapq.nsmallest(limit, found, key=lambda f: f[:3])  # a 1 MB line of `'_',` holds 260,000 flags...
+    lines = text.splitlines()
+    # ... keep `limit` of them, and quote only those: a copy of that line per flag took minutes
+    return tuple(Flag(exercise, line, what, _quote(lines, line), _escape(node)) for line, what, _, node in first)
+
+
+@functools.lru_cache(maxsize=256)
+def escapes(exercise: str, text: str, limit: int = 5) -> tuple[Flag, ...]:
+    """Return the first routes out of the exercise (ESCAPES) a file holds: such a file is refused, not run."""
+    found = ((getattr(node, "lineno", 0), what, id(node)) for node, what in _flagged(text) if _escape(node))
+    lines = text.splitlines()
+    first = heapq.nsmallest(limit, found)
+    return tuple(Flag(exercise, line, what, _quote(lines, line), True) for line, what, _ in first)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str) -> ast.Module | None:
+    """Return a file's tree when a flag is possible at all (scan and escapes read the same one), else None."""
     if not TRIGGER.search(unicodedata.normalize("NFKC", text)):  # identifiers are NFKC-normalised: ＿C is _C
-        return ()
+        return None
     try:
-        tree = bounded.parse(text)
+        return bounded.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ()  # a file that does not parse fails on its own, in the sandbox
+        return None  # a file that does not parse fails on its own, in the sandbox
+
+
+def _flagged(text: str):
+    """Yield (node, what) for every flagged node of a file (nothing for most honest files, which are not parsed)."""
+    tree = _parsed(text)
+    if tree is None:
+        return
     fstring_parts = frozenset(id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values)
     own = _Lazy(tree)  # built only for a file whose flags it could lift
-    found = ((getattr(node, "lineno", 0), what) for node in ast.walk(tree) if (what := _what(node, fstring_parts, own)))
-    first = heapq.nsmallest(limit, found)  # a 1 MB line of `'_',` holds 260,000 flags: keep `limit` of them...
-    lines = text.splitlines()
-    # ... and quote only those: a copy of that line per flag took minutes
-    return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in first)
+    for node in ast.walk(tree):
+        what = _what(node, fstring_parts, own)
+        if what:
+            yield node, what
+
+
+REFUSED = (
+    "Not run: {where} reaches outside the exercise ({what}: `{code}`). The grader runs no code that reads frames, "
+    "raw memory or the interpreter's own objects; no derivation needs them. Remove it and grade again."
+)
+
+
+def refused_message(flag: Flag, where: str) -> str:
+    """Return the error every item of a refused file gets; where: 'ex2.py line 7' or the notebook cell's line."""
+    return REFUSED.format(where=where, what=flag.what, code=flag.code[:120])
+
+
+def _escape(node: ast.AST) -> bool:
+    """Whether a flagged node is a route out (ESCAPES), in any of its forms."""
+    if _raw_memory(node):
+        return True
+    if isinstance(node, ast.Attribute):
+        return node.attr in ESCAPES
+    if isinstance(node, ast.Name):
+        return node.id in ESCAPES
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value in ESCAPES or _FIELD_PATH.search(node.value) is not None
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        names = [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+        return any(part in ESCAPES for n in names for part in n.split("."))
+    if isinstance(node, ast.MatchClass):
+        return any(a in ESCAPES for a in node.kwd_attrs)
+    return False
 
 
 def _raw_memory(node: ast.AST) -> str | None:
@@ -419,11 +487,11 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     if not complex_text and not ("/" in text and _LOOP_TEXT.search(text)):  # most files: no parse at all
         return ()
     try:
-        tree = bounded.parse(text)
+        trees = [bounded.parse(text)] if complex_text else _looping_blocks(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     found = []
-    for unit in _units(tree):  # one walk over the whole file, unit by unit
+    for unit in (u for tree in trees for u in _units(tree)):  # one walk over what can hold one, unit by unit
         bound, divisions, loops = {}, [], False
         for node in ast.walk(unit):
             if complex_text:
@@ -445,6 +513,32 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
             found.append((unit.lineno, f"a finite difference in {unit.name}() (the forward pass evaluated twice)"))
     lines = text.splitlines()
     return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in sorted(found)[:limit])
+
+
+_BLOCK_START = re.compile(r"(?:async\s+def|def|class)\b")
+
+
+def _looping_blocks(text: str) -> list[ast.Module]:
+    """Return the parsed top-level functions and classes that hold both a loop and a division, at their own lines.
+
+    Only such a function can difference the forward pass in a loop: the rest of the file is not parsed (a file
+    of 26 functions, most without a loop, took ~5 ms). A block that does not parse alone (a string running into
+    column 0) falls back to the whole file.
+    """
+    lines = text.splitlines(keepends=True)
+    starts = [k for k, line in enumerate(lines) if _BLOCK_START.match(line)]
+    trees = []
+    for k in starts:
+        end = next((j for j in range(k + 1, len(lines)) if lines[j][:1] not in ("", " ", "\t", "\n", "\r", "#")), None)
+        block = "".join(lines[k:end])
+        if "/" not in block or not _LOOP_TEXT.search(block):
+            continue
+        try:
+            tree = bounded.parse(block)
+        except SyntaxError:
+            return [bounded.parse(text)]
+        trees.append(ast.increment_lineno(tree, k))
+    return trees
 
 
 def _units(tree: ast.Module):

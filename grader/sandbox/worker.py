@@ -134,13 +134,13 @@ class Worker:
         self.alive = True
         self.backend = backend()
         if self.backend == "fork":
-            self._start_fork()
+            self.start_fork()
         else:
-            self._start_spawn()
+            self.start_spawn()
 
     # -- starting ------------------------------------------------------------------------------------------------
 
-    def _start_fork(self):
+    def start_fork(self):
         from grader.sandbox import child
 
         self.shared = mmap.mmap(-1, SHARED_BYTES)  # MAP_SHARED|MAP_ANONYMOUS: pages exist once written
@@ -175,7 +175,7 @@ class Worker:
         self.req_w, self.rep_r = req_w, rep_r
         os.set_blocking(req_w, False)
 
-    def _start_spawn(self):
+    def start_spawn(self):
         modules = forget.handler_modules()
         ahead = prespawn.take(self.limits.memory_mb, self.limits.cpu_seconds, modules)
         if ahead is not None:  # started before this process imported torch (grade exN on a laptop)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import weakref
 from dataclasses import dataclass
 
 from grader.sandbox import forget
@@ -82,30 +83,41 @@ def select(exercises, only=None) -> list[Call]:
     return [c for c in calls if c.function in wanted or any(i.id in wanted or i.name in wanted for i in c.items)]
 
 
-_SECRET: list = [None]  # the course secret in force (see use_secret); None draws a per-run hidden geometry
+@dataclass
+class Draw:
+    """What draws a submission's hidden geometries: the course secret (None: this run's random key) and the digest
+    of the submission's files, so that each submission gets its own. Passed down, never kept in module state.
+    """
+
+    secret: str | None = None
+    submission: bytes = b""
+
+    def __post_init__(self):
+        _LIVE.add(self)
+
+    def __hash__(self) -> int:  # held in a WeakSet: identity, not value
+        return id(self)
+
+    @classmethod
+    def of(cls, secret: str | None, sources: dict) -> Draw:
+        """Return the draw for a course secret and a submission's files ({exercise: Source})."""
+        h = hashlib.sha256()
+        for ex in sorted(sources):
+            h.update(f"{ex}\0{len(sources[ex].text)}\0".encode() + sources[ex].text.encode("utf-8", "surrogatepass"))
+        return cls(secret, h.digest())
 
 
-_SUBMISSION: list = [b""]  # the digest of the submission being graded (see use_submission)
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # every Draw alive: a sandbox child's copies are wiped
 
 
 @forget.on_fork_forget
-def _forget_secret() -> None:
-    """A sandbox child needs neither the secret nor the submission's digest: together they draw the hidden geometry."""
-    _SECRET[0] = None
-    _SUBMISSION[0] = b""
+def _forget_draws() -> None:
+    """A sandbox child needs neither the secret nor the submission's digest: together they draw the hidden geometry.
 
-
-def use_secret(secret: str | None) -> None:
-    """Make the hidden second geometry the one this course secret draws (None: this run's random one)."""
-    _SECRET[0] = secret
-
-
-def use_submission(sources: dict) -> None:
-    """Draw the hidden geometry for this submission's files ({exercise: Source}): each submission its own."""
-    h = hashlib.sha256()
-    for ex in sorted(sources):
-        h.update(f"{ex}\0{len(sources[ex].text)}\0".encode() + sources[ex].text.encode("utf-8", "surrogatepass"))
-    _SUBMISSION[0] = h.digest()
+    A child inherits its parent's call stack, and a frame up that stack holds the Draw being graded.
+    """
+    for draw in list(_LIVE):
+        draw.secret, draw.submission = None, b""
 
 
 # Each exercise draws a hidden geometry of its own. One sandbox child grades all of a submission's exercises, so
@@ -116,12 +128,17 @@ def use_submission(sources: dict) -> None:
 HIDDEN_GROUP = {"ex2": b"|ex2", "ex3": b"|ex3", "ex4": b"|ex4"}
 
 
-def geometries(call: Call, hidden: bool = True) -> tuple[fixture.Geometry, ...]:
-    """Return the (graded, hidden second) geometry of a call; only the graded one when hidden is false."""
-    graded = fixture.EX4_PRIMARY if call.ex4 else fixture.PRIMARY
-    if not hidden:
-        return (graded,)
-    return graded, fixture.hidden_geometry(_SECRET[0], _SUBMISSION[0] + HIDDEN_GROUP.get(call.exercise, b""))
+def graded_geometry(call: Call) -> fixture.Geometry:
+    """Return the lecture's geometry a call is graded on (shared by every student)."""
+    return fixture.EX4_PRIMARY if call.ex4 else fixture.PRIMARY
+
+
+def geometries(call: Call, draw: Draw | None) -> tuple[fixture.Geometry, ...]:
+    """Return the (graded, hidden second) geometry of a call; only the graded one when draw is None."""
+    if draw is None:
+        return (graded_geometry(call),)
+    hidden = fixture.hidden_geometry(draw.secret, draw.submission + HIDDEN_GROUP.get(call.exercise, b""))
+    return graded_geometry(call), hidden
 
 
 def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> fixture.Fixture:
@@ -129,25 +146,25 @@ def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> f
     return fixture.build(geometry, data, ex4=call.ex4)
 
 
-def build_fixtures(calls, data: str | None, started=None, hidden: bool = True) -> None:
+def build_fixtures(calls, data: str | None, draw: Draw | None, started=None) -> None:
     """Build every fixture these calls are graded on, in both geometries, the truth in a helper process.
 
-    started: what start_fixtures() returned, if the helper was forked earlier to work while this process did.
-    hidden: false builds only the graded geometry (a batch's, shared by every student; each hidden one is not).
+    draw: what draws the hidden geometries; None builds only the graded geometry (a batch's, shared by every
+    student; each hidden one is not). started: what start_fixtures() returned, if the helper was forked earlier.
     """
     from grader.truth import server as prebuild
 
-    prebuild.finish(started if started is not None else start_fixtures(calls, data, hidden))  # none on this heap
+    prebuild.finish(started if started is not None else start_fixtures(calls, data, draw))  # none on this heap
     for call in calls:
-        for g in geometries(call, hidden):
+        for g in geometries(call, draw):
             build_fixture(call, g, data)
 
 
-def start_fixtures(calls, data: str | None, hidden: bool = True):
+def start_fixtures(calls, data: str | None, draw: Draw | None):
     """Fork the helper that builds these calls' truth; build_fixtures(..., started=) collects it."""
     from grader.truth import server as prebuild
 
-    return prebuild.start([(g, data, call.ex4) for call in calls for g in geometries(call, hidden)])
+    return prebuild.start([(g, data, call.ex4) for call in calls for g in geometries(call, draw)])
 
 
 def available(call: Call, fx: fixture.Fixture) -> list[str]:

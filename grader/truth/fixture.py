@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import hmac
 import secrets
@@ -74,7 +75,7 @@ def hidden_geometry(secret: str | None = None, submission: bytes = b"") -> Geome
     Without a secret, the draw uses a key made at random once per process: every item of one run shares it, but
     the next run gets another geometry, so no fixed second geometry ships with the grader. The same secret
     always gives the same geometry for the same submission (a regrade agrees). `submission` (the digest of its
-    files, see catalogue.use_submission) makes each submission's geometry its own: what one submission reads
+    files, see catalogue.Draw) makes each submission's geometry its own: what one submission reads
     of its hidden inputs (printed, or raised in a message) says nothing about the next one's, so answers for
     the hidden geometry cannot be worked out beforehand and written into the files.
     """
@@ -333,7 +334,22 @@ class Fixture:
         return self.variants[v]
 
 
-_BUILT: dict = {}  # every fixture built in this process, so a sandbox child can scrub them all
+class Built(dict):
+    """Every fixture built in this process, by (geometry, data, ex4): each is built once and kept."""
+
+    @contextlib.contextmanager
+    def emptied(self):
+        """Start from no fixture built, and put back what was built before on leaving."""
+        saved = dict(self)
+        self.clear()
+        try:
+            yield self
+        finally:
+            self.clear()
+            self.update(saved)
+
+
+BUILT = Built()
 
 
 @cache
@@ -351,8 +367,8 @@ def _ex4_inputs(params, Xb, Yb):
 def build(g: Geometry, data: str | None = None, ex4: bool = False) -> Fixture:
     """Build (once per process) the fixture of one geometry; ex4=True uses the compact Ex4 forward."""
     key = (g, data, ex4)
-    if key in _BUILT:
-        return _BUILT[key]
+    if key in BUILT:
+        return BUILT[key]
     corpus = corpus_mod.load(data)
     examples = _examples(data, g.block_size)
     params = init_params(g)
@@ -373,10 +389,10 @@ def build(g: Geometry, data: str | None = None, ex4: bool = False) -> Fixture:
         tensors, truth = autograd_truth(params, Xb, Yb)
         fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, arena.seal_all(truth))
         fx.noise = rounding_noise(params, Xb, Yb, truth)
-    _BUILT[key] = fx
+    BUILT[key] = fx
     return fx
 
 
 def built_fixtures() -> list[Fixture]:
     """Return every fixture this process has built."""
-    return list(_BUILT.values())
+    return list(BUILT.values())

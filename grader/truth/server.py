@@ -24,6 +24,7 @@ import torch
 from grader.sandbox import arena, costs, jail
 from grader.truth import fixture
 
+_IOV_MAX = 512  # views per readv/writev, below every platform's IOV_MAX (1024 on Linux)
 _LENGTH = struct.Struct("<Q")
 _DTYPES = {str(d): d for d in (torch.float32, torch.float64, torch.int64, torch.int32, torch.bool)}
 
@@ -38,13 +39,13 @@ def start(keys):
 
     Where a batch runs a truth server (serve()), it builds them; otherwise a helper is forked for them.
     """
-    todo = [k for k in dict.fromkeys(keys) if k not in fixture._BUILT]
+    todo = [k for k in dict.fromkeys(keys) if k not in fixture.BUILT]
     if not todo or sys.platform != "linux" or not hasattr(os, "fork"):
         return None
-    return _ask(_SERVER[0], todo) if _SERVER[0] is not None else _fork_helper(todo)
+    return _ask(_SERVER[0], todo) if _SERVER[0] is not None else fork_helper(todo)
 
 
-def _fork_helper(todo):
+def fork_helper(todo):
     r, w = os.pipe()
     pid = _fork(lambda: os.close(r), lambda: _send(w, [fixture.build(*k) for k in todo]))
     os.close(w)
@@ -94,9 +95,9 @@ def finish(started) -> None:
         if pid is not None:
             os.waitpid(pid, 0)
     if built is None and pid is None:  # the truth server failed: a helper of our own, as without one
-        return finish(_fork_helper(todo))
+        return finish(fork_helper(todo))
     if built is not None:
-        fixture._BUILT.update(built)  # otherwise fixture.build() computes them here, as before
+        fixture.BUILT.update(built)  # otherwise fixture.build() computes them here, as before
 
 
 # -- the truth server ---------------------------------------------------------------------------------------------
@@ -107,6 +108,11 @@ def finish(started) -> None:
 
 _SERVER: list = [None]  # the socket to the truth server, in the scheduler and the grading processes it forks
 SERVER_WAIT = 60.0  # seconds a grading process waits for the server's answer (it takes milliseconds)
+
+
+def serving() -> bool:
+    """Whether this process knows a truth server (a batch's scheduler, or a grading process it forked)."""
+    return _SERVER[0] is not None
 
 
 class Server:
@@ -151,7 +157,7 @@ def _ask(sock: socket.socket, todo):
     except OSError:
         os.close(reply)
         os.close(done)
-        return _fork_helper(todo)
+        return fork_helper(todo)
     finally:
         os.close(said)  # the server holds its own copy: if it dies, finish() reads the end of the pipe
     return None, (reply, done), todo
@@ -166,7 +172,7 @@ def _anonymous_file() -> int:
 
 
 def _serve(sock: socket.socket) -> None:
-    public = dict(fixture._BUILT)  # what the batch built before forking: kept; what is built here is not
+    public = dict(fixture.BUILT)  # what the batch built before forking: kept; what is built here is not
     while True:
         request, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
         if not request:
@@ -184,8 +190,8 @@ def _serve(sock: socket.socket) -> None:
         finally:
             for fd in fds:
                 os.close(fd)
-            fixture._BUILT.clear()
-            fixture._BUILT.update(public)
+            fixture.BUILT.clear()
+            fixture.BUILT.update(public)
 
 
 def _entries(fx: fixture.Fixture):
@@ -218,10 +224,33 @@ def _send(fd: int, fixtures: list) -> None:
                 entries.append({"path": path, "int": int(value), "secret": secret})
         header.append({"digest": fx.corpus_digest, "steps": len(fx.steps), "noise": fx.noise, "entries": entries})
     head = json.dumps(header).encode()
-    for data in (_LENGTH.pack(len(head)), head, *blobs):
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+    _write_all(fd, [memoryview(_LENGTH.pack(len(head))), memoryview(head), *(b for b in blobs if len(b))])
+
+
+def _write_all(fd: int, views: list[memoryview]) -> None:
+    """Write every view in order, up to _IOV_MAX per system call (writev), however much each call takes."""
+    k = 0
+    while k < len(views):
+        done = os.writev(fd, views[k : k + _IOV_MAX])
+        while k < len(views) and done >= len(views[k]):
+            done -= len(views[k])
+            k += 1
+        if done:
+            views[k] = views[k][done:]
+
+
+def _read_all(fd: int, views: list[memoryview]) -> None:
+    """Fill every view in order from fd, up to _IOV_MAX per system call (readv); EOFError if it ends first."""
+    k = 0
+    while k < len(views):
+        got = os.readv(fd, views[k : k + _IOV_MAX])
+        if not got:
+            raise EOFError
+        while k < len(views) and got >= len(views[k]):
+            got -= len(views[k])
+            k += 1
+        if got:
+            views[k] = views[k][got:]
 
 
 def _read_exact(fd: int, n: int) -> bytes:
@@ -235,22 +264,10 @@ def _read_exact(fd: int, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def _read_into(fd: int, t: torch.Tensor) -> None:
-    """Fill t's own memory from the pipe (os.readv writes there directly: no bytes object holds the data)."""
-    if not t.numel():
-        return
-    view = memoryview(t.numpy()).cast("B")
-    while view:
-        got = os.readv(fd, [view])
-        if not got:
-            raise EOFError
-        view = view[got:]
-
-
 def _receive(fd: int, keys: list) -> dict:
     (size,) = _LENGTH.unpack(_read_exact(fd, _LENGTH.size))
     header = json.loads(_read_exact(fd, size))
-    built = {}
+    built, views = {}, []
     for key, desc in zip(keys, header, strict=True):
         parts: dict = {"params": {}, "tensors": {}, "truth": {}}
         steps = [({}, {}) for _ in range(desc["steps"])]
@@ -260,7 +277,8 @@ def _receive(fd: int, keys: list) -> dict:
             else:
                 dtype, shape = _DTYPES[e["dtype"]], tuple(e["shape"])
                 value = arena.ARENA.alloc(dtype, shape) if e["secret"] else torch.empty(shape, dtype=dtype)
-                _read_into(fd, value)
+                if value.numel():
+                    views.append(memoryview(value.numpy()).cast("B"))  # filled in place below, in header order
             path = e["path"]
             if path[0] == "steps":
                 steps[path[1]][0 if path[2] == "inputs" else 1][path[3]] = value
@@ -274,4 +292,5 @@ def _receive(fd: int, keys: list) -> dict:
         fx.noise.update({k: float(v) for k, v in desc["noise"].items()})
         fx.steps.extend(steps)
         built[key] = fx
+    _read_all(fd, views)  # readv straight into each tensor's own memory: no bytes object holds the data
     return built

@@ -1,11 +1,12 @@
-# expect: exercise=ex1 item=ex3.dhprebn status=any flag=private_internals
+# expect: exercise=ex1 item=ex1.dhprebn status=error message=Not run:
 # Raw memory without any flagged name: a class of one's own whose `__array_interface__` is a property (a name
 # the scan reads as the file's own definition) makes numpy read any address as an object reference, so
 # id(torch.inference_mode) + 16 is the sandbox module's globals (CPython 3.11 func_globals). With them, switch
 # the backward-kernel flag and grad mode for one call, build the lecture's forward from the parameters, walk its
 # graph by calling each grad_fn node (no engine, no .backward), then put the sequence counter, the autograd log
 # and grad mode back. One child grades all four exercises, so the helper left on `torch` by ex1.py serves ex3.py,
-# whose file holds nothing suspicious. Today: full marks on every item of every exercise, and no flag at all.
+# whose file holds nothing suspicious. Once: full marks on every item of every exercise, and no flag at all. Now
+# the scan names `__array_interface__` a route out (raw memory) and ex1.py is not run; ex3.py then finds no helper.
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 

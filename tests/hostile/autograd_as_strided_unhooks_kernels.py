@@ -1,9 +1,10 @@
-# expect: exercise=ex1 item=ex1.dhpreact status=any flag=private_internals
+# expect: exercise=ex1 item=ex1.dhpreact status=error message=Not run:
 # Raw memory through numpy: as_strided over a one-element object array reads any address as an object
 # reference, so id(f) + 16 (a function's func_globals in CPython 3.11) gives the globals of any function. The
 # tripwire that replaced Tensor.backward lives in grader/sandbox/child.py: its globals hold _IN_STUDENT, the
 # flag every backward-kernel hook checks. Cleared for one call, aten's own tanh_backward runs unrefused (no
-# graph, so the sequence counter does not move either). Every name is built at run time; nothing is flagged.
+# graph, so the sequence counter does not move either). Every name is built at run time. Now the scan names
+# as_strided a route out (raw memory at any address): ex1.py is refused before it runs.
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 

@@ -1,4 +1,5 @@
 # expect: exercise=ex3 item=ex3.dhprebn status=any flag=private_internals
+# scan: evaded
 # Find the original grad-mode setter and autograd.grad through gc, put them back, then use autograd.
 import torch
 

@@ -1,4 +1,5 @@
 # expect: exercise=ex1 item=ex1.dprobs status=failed message=mutates-input
+# scan: evaded
 # The missing .clone(), hidden without a flag: the digest that reports an input changed in place is computed
 # in the child by grader.wire.digest, a Python function any code in the child can replace. getattr comes from
 # an async generator frame's f_builtins and every name is built at run time, so the internals scan sees

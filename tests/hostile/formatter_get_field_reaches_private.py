@@ -1,4 +1,5 @@
 # expect: exercise=ex2 item=ex2.dlogits status=error message=private attributes are not reachable through format fields
+# scan: evaded
 # string.Formatter().get_field is getattr by a computed name: with "_" built at run time (no `._`, no "_..."
 # string, no getattr in the source) it reached torch._C and autograd's own formulas. In a sandbox it refuses any
 # private field (and the parent flags Formatter / get_field from the source).

@@ -1,4 +1,5 @@
 # expect: exercise=ex2 item=ex2.dlogits status=error message=keyring
+# scan: evaded
 # Kernel keyrings belong to a uid, not to a namespace: stash Ex1's input dlogits (Ex2's answer) there.
 # --- ex1.py
 import torch

@@ -1,4 +1,5 @@
 # expect: exercise=ex1 item=ex1.dhpreact status=error message=leaked: nothing
+# scan: evaded
 # A course at level diagnose shows students no formula; but every sandbox child holds grader.grading.traps with the
 # hint and full texts (the Gradescope autograder ships traps.py uncut), and str.format's C field paths
 # ("{0.sys.modules[grader.grading.traps]...}") read attributes and keys that string.Formatter's guard never sees and that

@@ -1,4 +1,5 @@
 # expect: exercise=ex2 item=ex2.dlogits status=error message=Operation not permitted
+# scan: evaded
 # POSIX byte-range locks on fd 0 as a channel from Ex1 to Ex2. Every sandbox's fd 0 is the same inode
 # (/dev/null, opened before the chroot: one inode for every room, every slot, every student), and F_GETLK shows
 # another process's lock ranges, start and length included. Ex1's dh receives the true dlogits (both

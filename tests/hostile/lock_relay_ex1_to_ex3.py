@@ -1,4 +1,5 @@
 # expect: exercise=ex3 item=ex3.dhprebn status=error message=Operation not permitted
+# scan: evaded
 # The fd-0 lock channel of w19_lock_ranges_ex1_to_ex2, relayed: Ex1's dW1 receives the true dhprebn and
 # publishes it as lock ranges on fd 0 (the /dev/null every sandbox shares); Ex2's top level reads them while
 # Ex1's child is still dying and publishes them again under its own locks, which live until Ex2's child dies,

@@ -1,4 +1,5 @@
 # expect: exercise=ex1 item=ex1.dprobs status=any flag=private_internals
+# scan: evaded
 # Read attributes through match class patterns and string keys, which no attribute syntax shows, to reach the
 # sandbox's own modules and replace the digest that reports an input changed in place.
 import torch

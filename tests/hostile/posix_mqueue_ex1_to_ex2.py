@@ -1,4 +1,5 @@
 # expect: exercise=ex2 item=ex2.dlogits status=error message=Operation not permitted
+# scan: evaded
 # A POSIX message queue as a channel from Ex1 to Ex2: a queue outlives the process that made it and needs no
 # file system (mq_open is a system call; /dev/mqueue need not be mounted). Ex1's dh sends the true dlogits of
 # each geometry to /w19-dlogits-<n>; Ex2's dlogits receives them and unlinks the queue.

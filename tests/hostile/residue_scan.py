@@ -1,4 +1,5 @@
 # expect: exercise=ex1 item=ex1.dlogprobs status=error message=residue: none
+# scan: evaded
 # Look through every live object for another student's source text or answers.
 import torch
 

@@ -1,4 +1,5 @@
 # expect: exercise=ex1 item=ex1.dprobs status=error message=SIGSEGV
+# scan: evaded
 import torch
 
 

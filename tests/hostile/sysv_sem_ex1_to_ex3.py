@@ -1,4 +1,5 @@
 # expect: exercise=ex3 item=ex3.dhprebn status=error message=Operation not permitted
+# scan: evaded
 # SysV semaphores as a channel from Ex1 to Ex3 (the exercise worth 4 points): a semaphore set outlives the
 # process that made it, and its values can be set and read in one call each. Ex1's dW1 receives the true
 # dhprebn and stores each float's four bytes in four semaphores of a set keyed by n; Ex3's dhprebn reads the

@@ -1,4 +1,5 @@
 # expect: exercise=ex1 item=ex1.dlogprobs status=error message=Operation not permitted
+# scan: evaded
 # SysV semaphores live in kernel memory that RLIMIT_AS does not count, and unlike shared memory and message
 # queues their limits (kernel.sem: 32000 per set, 1024000000 in all) are not set to 0 in a sandbox's IPC
 # namespace. 460 sets of 32000 semaphores hold about 1.05 GiB (~74 bytes each), past the tests' 1024 MB limit,

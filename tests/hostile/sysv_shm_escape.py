@@ -1,4 +1,5 @@
 # expect: exercise=ex1 item=ex1.dlogprobs status=error message=shmget failed
+# scan: evaded
 # Ask for 3 GiB of SysV shared memory, which rlimits do not count and which outlives the process.
 import torch
 

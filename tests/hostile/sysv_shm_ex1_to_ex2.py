@@ -1,4 +1,5 @@
 # expect: exercise=ex2 item=ex2.dlogits status=error message=Operation not permitted
+# scan: evaded
 # SysV shared memory as a channel from Ex1 to Ex2: a segment outlives the process that made it. Ex1's dh
 # receives the true dlogits and copies them (both geometries) into a small segment under a fixed key; Ex2's
 # dlogits attaches the segment of its n, returns what it holds and removes it. Only a private IPC namespace per

@@ -1,0 +1,45 @@
+"""How a hostile case becomes a student's files: its parts appended to exercise files, hidden from the scan if it says.
+
+A case's first line is `# expect: exercise=ex1 item=... status=... (message|flag)=...`; `# --- ex2.py` lines start
+the parts appended to other exercises' files. A case whose second line is `# scan: evaded` tests a wall behind the
+static scan (the syscall allow-list, the parent's own checks): its code reaches the sandbox through exec of its
+bytes, as an attacker who evades the scan's words would, so the scan's refusal of routes out does not stop it first.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+HOSTILE = sorted((Path(__file__).parent / "hostile").glob("*.py"))
+EXPECT = re.compile(r"#\s*expect:\s*exercise=(\S+)\s+item=(\S+)\s+status=(\S+)\s+(message|flag)=(.+)")
+SECTION = re.compile(r"^# --- (ex\d)\.py$", re.M)
+EVADED = "# scan: evaded"
+
+
+def expectation(path: Path):
+    """Return (exercise, item id, status, (kind, text)) from a case's first line."""
+    match = EXPECT.match(path.read_text().splitlines()[0])
+    assert match, path
+    exercise, item, status, kind, text = match.groups()
+    return exercise, item, status, (kind, text)
+
+
+def parts(text: str) -> list[tuple[str, str]]:
+    """Return [(exercise, code to append to its file)] for a case's text, its first part for the expected one."""
+    exercise = EXPECT.match(text.splitlines()[0]).group(1)
+    split = SECTION.split(text)  # [first part, 'ex2', its part, ...]
+    out = [(exercise, split[0]), *zip(split[1::2], split[2::2], strict=True)]
+    if EVADED in text.splitlines()[1:2]:
+        out = [(ex, evaded(part)) for ex, part in out]
+    return out
+
+
+def evaded(code: str) -> str:
+    """Return code that runs `code` through exec of its bytes: no word of it is left for the static scan."""
+    return f"exec(bytes.fromhex({code.encode().hex()!r}).decode(), globals())\n"
+
+
+def touched(text: str) -> set[str]:
+    """Return the exercises a case's parts go to."""
+    return {ex for ex, _ in parts(text)}
