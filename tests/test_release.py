@@ -348,6 +348,19 @@ def test_bundle_installs_and_its_readme_commands_work(bundle, tmp_path):
         cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert Path(where.stdout.strip()).is_relative_to(bindir.parent)  # the bundle's grader, not the project's
+    shipped = subprocess.run(
+        [str(bindir / "python"), "-c", "from grader.grading import texts; print(*sorted(texts.FOLDER.glob('*.toml')))"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert [Path(p).name for p in shipped.stdout.split()] == ["diagnose.toml"]  # installed, the levels above left out
+    (tmp_path / "full.toml").write_text('level = "full"\n')  # a course.toml that would allow every level
+    proc = subprocess.run(
+        ["grade", "ex1", "--only", "dhpreact", "--level", "full", "--course", str(tmp_path / "full.toml")],
+        cwd=work, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    # the student's tanh slip: the bundle has no text above diagnose, so it says the diagnose one
+    said = " ".join(proc.stdout.split())
+    assert "Your tanh derivative is written with tanh's input hpreact" in said and "1 - h**2" not in said, proc.stderr
 
     proc = subprocess.run(["grade", "ex3", "--json"], cwd=work, env=env, capture_output=True, text=True, timeout=600)
     out = json.loads(proc.stdout)
@@ -368,55 +381,103 @@ def test_bundle_installs_and_its_readme_commands_work(bundle, tmp_path):
 
 
 FORMULAS = ("(1 - h**2) * dh", "(bnvar + 1e-5)**-1.5", "dout @ B.T", "logits.max(1).indices")
+TEXTS = ROOT / "grader" / release.TEXTS_FOLDER  # the project's trap texts, one file per level
+
+
+def _level_texts(folder: Path) -> dict[str, set[str]]:
+    """Return every text of each level file in a folder (a level whose file is absent: none)."""
+    from grader.grading import texts
+
+    catalogue = texts.Catalogue(folder)
+    return {level: {catalogue.text(key, level) for key in catalogue.keys(level)} for level in policy.LEVELS}
+
+
+def _strings(value) -> list[str]:
+    """Return every string in a parsed TOML value."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def _shipped_text(root: Path) -> str:
+    """Return the text of every file below root, and every TOML file's strings as parsed (its lines wrap them)."""
+    parts = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        parts.append(path.read_bytes().decode("utf-8", errors="replace"))
+        if path.suffix == ".toml":
+            parts += _strings(policy.tomllib.loads(parts[-1]))
+    return "\n".join(parts)
+
+
+def _capped_package(tmp_path: Path, level: str) -> Path:
+    """Copy the project's trap texts into a package folder, then leave out the levels above a course's level."""
+    package = tmp_path / "grader"
+    shutil.copytree(TEXTS, package / release.TEXTS_FOLDER, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    release.leave_out_texts(package, level)
+    return package
 
 
 def test_a_diagnose_course_ships_no_message_above_diagnose(tmp_path, monkeypatch):
-    import importlib.util
+    from grader.grading import texts, traps
 
-    original = (ROOT / "grader" / "grading" / "traps.py").read_text()
-    assert all(f in original for f in FORMULAS)  # what hint and full levels say in the project
-    capped = tmp_path / "traps.py"
-    capped.write_text(original)
-    release.cap_messages(capped)
-    text = capped.read_text()
-    assert not [f for f in FORMULAS if f in text]
-    spec = importlib.util.spec_from_file_location("capped_traps", capped)
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "capped_traps", module)  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    assert module.TRAPS.keys() == release_traps().keys()
-    assert all(t.hint == t.diagnose and t.explain == "" for t in module.TRAPS.values())
+    every = "\n".join(set().union(*_level_texts(TEXTS).values()))
+    assert all(f in every for f in FORMULAS)  # what hint and full levels say in the project
+    package = _capped_package(tmp_path, "diagnose")
+    assert sorted(p.name for p in (package / release.TEXTS_FOLDER).iterdir()) == ["diagnose.toml"]
+    assert not [f for f in FORMULAS if f in _shipped_text(package)]
+    monkeypatch.setattr(texts, "TEXTS", texts.Catalogue(package / release.TEXTS_FOLDER))
+    assert all(t.diagnose and t.concept for t in traps.TRAPS.values())
+    assert all(t.hint == t.diagnose and t.explain == "" for t in traps.TRAPS.values())
 
 
-def release_traps():
-    from grader.grading.traps import TRAPS
+@pytest.mark.parametrize("level", policy.LEVELS)
+def test_a_level_left_out_says_the_level_below(tmp_path, monkeypatch, level):
+    """A level whose file a bundle leaves out says, text by text, what the course's level says; explain is empty."""
+    from grader.grading import texts, traps
 
-    return TRAPS
+    whole = texts.Catalogue(TEXTS)
+    capped = texts.Catalogue(_capped_package(tmp_path, level) / release.TEXTS_FOLDER)
+    top = policy.LEVELS.index(level)
+    keys = set().union(*(whole.keys(lv) for lv in policy.LEVELS))
+    for lv in policy.LEVELS:
+        said = policy.LEVELS[min(policy.LEVELS.index(lv), top)]
+        assert {k: capped.text(k, lv) for k in keys} == {k: whole.text(k, said) for k in keys}, (level, lv)
+    shown = {}
+    for catalogue in (whole, capped):  # and so does every trap's message, rendered
+        monkeypatch.setattr(texts, "TEXTS", catalogue)
+        detail = texts.detail("shape-mismatch", "keepdim-missing", d=0)  # a detail that says more at hint
+        fill = {t.id: dict.fromkeys(re.findall(r"{(\w+)}", t.diagnose + t.hint), detail) for t in traps.TRAPS.values()}
+        shown[catalogue] = {
+            (t.id, lv): t.render(lv, **fill[t.id]) for t in traps.TRAPS.values() for lv in policy.LEVELS
+        }
+    for (trap_id, lv), message in shown[capped].items():
+        assert message == shown[whole][trap_id, policy.LEVELS[min(policy.LEVELS.index(lv), top)]], (trap_id, lv)
+    assert (capped.text("tanh-preact.explain", "full") == "") is (level != "full")
 
 
 def test_the_real_bundle_of_a_diagnose_course_holds_no_formula(bundle):
-    text = (bundle / "grader" / "grading" / "traps.py").read_text()
-    assert text.startswith("# The course's messages stop at diagnose level")
-    assert not [f for f in FORMULAS if f in text]
+    assert sorted(p.name for p in (bundle / "grader" / release.TEXTS_FOLDER).glob("*.toml")) == ["diagnose.toml"]
+    assert not [f for f in FORMULAS if f in _shipped_text(bundle)]
 
 
 @pytest.mark.parametrize("level", ["diagnose", "hint"])
 def test_a_bundle_holds_no_text_above_its_courses_level_in_code_or_comments(tmp_path, level):
-    """Every message text above the level, and (below hint) the formulas comments and docstrings spell out, are gone."""
-    from grader.grading.traps import TRAPS
-
-    def texts(field: str) -> set[str]:
-        values = [getattr(t, field) for t in TRAPS.values()]
-        return {x for v in values for x in (v.values() if isinstance(v, dict) else [v]) if isinstance(x, str)}
-
-    allowed = texts("diagnose") | texts("concept") | (texts("hint") if level == "hint" else set())
-    above = texts("explain") | (texts("hint") if level == "diagnose" else set())
+    """Every text above the level, and (below hint) the formulas comments and docstrings spell out, are gone."""
+    by_level = _level_texts(TEXTS)
+    kept = policy.LEVELS[: policy.LEVELS.index(level) + 1]
+    allowed = set().union(*(by_level[lv] for lv in kept))
+    above = set().union(*(by_level[lv] for lv in policy.LEVELS if lv not in kept))
     above = {x for x in above - allowed if len(x) > 40}
-    formulas = {"1 - h**2", "(1 - h**2) * dh"} if level == "diagnose" else set()
+    formulas = {"1 - h**2", "`dhpreact = 1 - h**2` without `* dh`"} if level == "diagnose" else set()
     project = "\n".join(p.read_text() for p in (ROOT / "grader").rglob("*.py"))
     assert above and all(f in project for f in formulas)  # in a Variant's docstring and a recogniser's
     out = release.build_release(tmp_path / "bundle", ROOT, policy=policy.Policy(level=level))
-    shipped = "\n".join(p.read_text() for p in (out / "grader").rglob("*.py"))
+    assert sorted(p.name for p in (out / "grader" / release.TEXTS_FOLDER).glob("*.toml")) == [
+        f"{lv}.toml" for lv in sorted(kept)
+    ]
+    shipped = _shipped_text(out)
     assert not [t[:60] for t in above | formulas if t in shipped], f"text above {level} ships"
     helped = subprocess.run([sys.executable, "-m", "grader", "--help"], cwd=out, capture_output=True, text=True)
     assert helped.returncode == 0 and "Student commands" in helped.stdout  # it still runs, its --help intact

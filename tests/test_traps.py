@@ -7,7 +7,10 @@ must still pass with no trap.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import warnings
@@ -17,9 +20,10 @@ import numpy as np
 import pytest
 import torch
 
-from grader.grading import runner, traps
+from grader.grading import runner, texts, traps
 from grader.grading.results import ItemResult, SubmissionResult
 from grader.grading.runner import grade
+from grader.sandbox import forget
 from grader.show import table
 from grader.spec import catalogue
 from grader.truth import fixture
@@ -141,6 +145,66 @@ def test_hint_and_full_still_give_the_formula(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# the texts are data, one file per level (grading/texts/), and a sandbox child forgets them
+
+
+def _keys() -> dict[str, set[str]]:
+    catalogue = texts.Catalogue(texts.FOLDER)
+    return {level: catalogue.keys(level) for level in traps.LEVELS}
+
+
+def test_every_trap_has_its_texts_in_the_level_files():
+    keys = _keys()
+    own = {level: {k for k in found if not k.startswith("detail.")} for level, found in keys.items()}
+    assert own["diagnose"] == {f"{t}.{what}" for t in traps.TRAPS for what in ("message", "concept")}
+    assert own["hint"] == {f"{t}.message" for t in traps.TRAPS}
+    assert own["full"] == {f"{t}.explain" for t in traps.TRAPS}
+    assert all(texts.text(k, level) for level, found in keys.items() for k in found)  # none empty
+    assert {k.split(".")[1] for found in keys.values() for k in found if k.startswith("detail.")} <= set(traps.TRAPS)
+
+
+def test_every_detail_text_is_one_a_recogniser_names():
+    source = Path(traps.__file__).read_text()
+    details = {tuple(k.split(".")[1:]) for found in _keys().values() for k in found if k.startswith("detail.")}
+    named = set(re.findall(r'texts\.detail\(\s*"([\w-]+)",\s*"([\w-]+)"', source))
+    named |= {("scaled", key) for _, _, key in traps._NAMED_FACTORS}
+    assert named and named <= details
+    assert [(trap, name) for trap, name in sorted(details) if f'"{name}"' not in source] == []  # no dead text
+
+
+def test_a_catalogue_forgotten_reads_nothing_again(tmp_path):
+    shutil.copy(texts.FOLDER / "diagnose.toml", tmp_path)
+    unread = texts.Catalogue(tmp_path)
+    unread.forget()  # before its first use: the file is there, and stays unread
+    assert unread.text("tanh-preact.message", "full") == "" and unread.keys("diagnose") == set()
+    used = texts.Catalogue(tmp_path)
+    assert used.text("tanh-preact.message", "hint") == traps.TRAPS["tanh-preact"].diagnose  # hint.toml is absent
+    used.forget()
+    assert used.text("tanh-preact.message", "diagnose") == "" and used.keys("diagnose") == set()
+
+
+def test_a_forked_child_forgets_every_text():
+    assert traps.TRAPS["tanh-preact"].explain and texts.text("detail.scaled.two", "hint")  # the parent's
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # what a sandbox child does first
+        try:
+            forget.forget_all()
+            trap = traps.TRAPS["tanh-preact"]
+            said = [trap.diagnose, trap.hint, trap.explain, trap.concept, texts.text("detail.scaled.two", "hint")]
+            said.append(traps.finding("shape-mismatch", shape="", var="", expected="", detail="").text("full"))
+            os.write(w, json.dumps([said, sorted(texts.TEXTS.keys("diagnose"))]).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        said, keys = json.loads(f.read())
+    os.waitpid(pid, 0)
+    assert said == [""] * 6 and keys == []
+    assert traps.TRAPS["tanh-preact"].explain  # the parent keeps its own
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # one precise message per mistake
 
 
@@ -232,7 +296,7 @@ def test_missing_one_hot_term_is_located_at_each_rows_label(tmp_path):
     assert "Correct except" not in item.message and "entries differ" not in item.message
     assert "-1" not in item.message and "1/n" not in item.message  # the formula waits for hint
     hint = _item(tmp_path, "ex2", "no_minus_one.py", "ex2.dlogits", level="hint")
-    assert traps.pick(traps._ONE_HOT_HINTS["missing"], "hint").split(" = ")[0] in hint.message
+    assert texts.text("detail.label-entries.one-hot-missing", "hint").split(" = ")[0] in hint.message
 
 
 @pytest.mark.parametrize(
@@ -300,7 +364,7 @@ def test_asking_for_its_own_gradient_is_said_so(tmp_path):
 )
 def test_a_sum_over_the_wrong_dimension_is_named(tmp_path, case, item_id, fill):
     item = _item(tmp_path, "ex1", case, item_id)
-    said = traps.WRONG_DIM["diagnose"].format(**fill, along=traps._ALONG[fill["d"]])
+    said = texts.text("detail.shape-mismatch.wrong-dim", "diagnose").format(**fill, along=traps._ALONG[fill["d"]])
     assert item.traps == ["shape-mismatch"] and item.message.endswith(said), item.message
     assert "do not match either" not in item.message
 

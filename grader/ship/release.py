@@ -248,39 +248,25 @@ def _ignore(_dir: str, names: list[str]) -> list[str]:
     return skip + [n for n in names if Path(n).suffix in _SKIP_SUFFIXES]
 
 
-class _CapLevel(ast.NodeTransformer):
-    """Rewrite traps.py so that no message says more than the course's level: the levels above say what it says."""
-
-    def __init__(self, level: str):
-        self.level = level
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id == "Trap" and len(node.args) >= 4:
-            if self.level == "diagnose":
-                node.args[2] = node.args[1]  # hint: the diagnose text
-            node.args[3] = ast.Constant("")  # explain: may hold the answer line (full level)
-        return node
-
-    def visit_Dict(self, node: ast.Dict) -> ast.AST:
-        self.generic_visit(node)
-        keys = [k.value if isinstance(k, ast.Constant) else None for k in node.keys]
-        if self.level in keys:
-            kept = node.values[keys.index(self.level)]
-            above = LEVELS[LEVELS.index(self.level) + 1 :]
-            node.values = [kept if k in above else v for k, v in zip(keys, node.values, strict=True)]
-        return node
+TEXTS_FOLDER = Path("grading", "texts")  # in grader/: the trap texts, one data file per message level
 
 
-def cap_messages(traps_py: Path, level: str = "diagnose") -> None:
-    """Strip from a bundle's traps.py every message text above the course's level (formulas, answer lines).
+def leave_out_texts(package: Path, level: str) -> list[str]:
+    """Remove from a bundled grader the trap texts above the course's level: their level files; return their names.
 
     A course at diagnose (or hint) level ships a grader that cannot say more, whatever --level or course.toml a
-    student then passes: the texts are not in the bundle at all.
+    student then passes: the texts are not in the bundle at all, and where a level's file is missing the grader
+    says the level below's text (grading/texts/__init__.py).
     """
-    tree = _CapLevel(level).visit(ast.parse(traps_py.read_text(encoding="utf-8")))
-    header = f"# The course's messages stop at {level} level: `grade release` removed the texts above it.\n"
-    traps_py.write_text(header + ast.unparse(ast.fix_missing_locations(tree)) + "\n", encoding="utf-8")
+    from grader.grading.texts import level_file
+
+    removed = []
+    for above in LEVELS[LEVELS.index(level) + 1 :]:
+        path = level_file(package / TEXTS_FOLDER, above)
+        if path.exists():
+            path.unlink()
+            removed.append(path.name)
+    return removed
 
 
 class _NoDocstrings(ast.NodeTransformer):
@@ -339,10 +325,9 @@ def build_release(outdir: Path, project_root: Path, policy=None) -> Path:
             (staging / "exercises" / name).write_bytes(source)
         shutil.copytree(project_root / "grader", staging / "grader", ignore=_ignore)  # every subpackage
         level = (policy or Policy()).level
-        if level != "full":  # no text above the course's level, in messages, comments or docstrings
+        leave_out_texts(staging / "grader", level)  # no trap text above the course's level ...
+        if level != "full":  # ... nor the formulas that comments and docstrings spell out
             strip_explanations(staging / "grader")
-            if (staging / "grader" / "grading" / "traps.py").is_file():
-                cap_messages(staging / "grader" / "grading" / "traps.py", level)
         shutil.copy2(project_root / "pyproject.toml", staging / "pyproject.toml")
         (staging / "README.md").write_text(student_readme(), encoding="utf-8")
         from grader.ship.student_notebook import write_student_notebook
