@@ -462,6 +462,14 @@ def test_the_real_bundle_of_a_diagnose_course_holds_no_formula(bundle):
     assert not [f for f in FORMULAS if f in _shipped_text(bundle)]
 
 
+def test_a_full_level_bundle_ships_every_level_and_no_solution_line(tmp_path):
+    """At full level the explanations ship too; none of them may quote a line of the reference solutions."""
+    out = release.build_release(tmp_path / "bundle", ROOT, policy=policy.Policy(level="full"))
+    shipped = {p.name for p in (out / "grader" / release.TEXTS_FOLDER).glob("*.toml")}
+    assert shipped == {"diagnose.toml", "hint.toml", "full.toml"}
+    assert release.find_leaks(out, REFERENCE) == []
+
+
 @pytest.mark.parametrize("level", ["diagnose", "hint"])
 def test_a_bundle_holds_no_text_above_its_courses_level_in_code_or_comments(tmp_path, level):
     """Every text above the level, and (below hint) the formulas comments and docstrings spell out, are gone."""

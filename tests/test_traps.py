@@ -393,3 +393,16 @@ def test_the_score_line_counts_in_a_fixed_order_with_plurals():
     assert line == "score 1/6: 1 passed, 1 failed, 2 errors, 1 timed out, 1 not attempted"
     assert table.summary_line(_result(*["error"] * 26)) == "score 0/26: 26 errors"
     assert table.summary_line(_result("error", "passed")) == "score 1/2: 1 passed, 1 error"
+
+
+def test_a_column_gradient_wrong_in_some_rows_is_located_not_a_crash(tmp_path):
+    """An (n, 1) gradient has no label column: label-entries must not index column Yb in it."""
+    snippet = (
+        "def dcounts_sum(counts_sum, dcounts_sum_inv):\n"
+        "    d = -counts_sum**-2 * dcounts_sum_inv  # (32, 1)\n"
+        "    d[:3] *= 2\n"
+        "    return d\n"
+    )
+    [item] = grade(with_snippet(tmp_path, "ex1", snippet), ("ex1",), only=["dcounts_sum"]).items
+    assert item.status == "failed" and "label-entries" not in item.traps, (item.status, item.message)
+    assert "rows 0, 1, 2" in item.message or "row 0" in item.message, item.message

@@ -555,7 +555,9 @@ def label_entries(ev: Evidence) -> list[Finding]:
     """Recognise a (n, vocab) gradient that is right everywhere except at some rows' label entries (row i, Yb[i])."""
     v, t, yb = ev.value, ev.truth, ev.fx.Yb
     n = yb.shape[0]
-    if not ev.comparison.shape_ok or v.dim() != 2 or v.shape[0] != n or not torch.isfinite(v).all():
+    if not ev.comparison.shape_ok or v.dim() != 2 or v.shape[0] != n or v.shape[1] <= int(yb.max()):
+        return []  # no label column to be wrong at: an (n, 1) gradient, say
+    if not torch.isfinite(v).all():
         return []
     wrong = (v - t).abs() > 1e-8 + 1e-5 * t.abs()  # locate's test
     rows = torch.arange(n)
@@ -664,7 +666,10 @@ def diagnose(ev: Evidence) -> list[Finding]:
     else:
         recognisers = list(RECOGNISERS)
     for recognise in recognisers:
-        found = recognise(ev)
+        try:
+            found = recognise(ev)
+        except (IndexError, RuntimeError, ValueError):  # a recogniser's own blind spot costs its trap, not the item
+            continue
         if found:
             return found
     return []
