@@ -3,18 +3,34 @@
 from __future__ import annotations
 
 import html
+import html.parser
 import json
 import os
+import re
 import shutil
 import struct
 
 import pytest
 
 from grader.classroom.batch import grade_batch
+from grader.classroom.reports import write_report
 from grader.classroom.reports.html import FLAG_MEANING, html_report
+from grader.classroom.reports.sources import (
+    CHANGED,
+    MAX_FILE_BYTES,
+    MAX_STUDENT_BYTES,
+    OVER_STUDENT,
+    Shown,
+    StudentCode,
+    graded_sources,
+    shown,
+)
 from grader.grading.traps import TRAPS
 from grader.sandbox import Limits
+from grader.submissions.intake import discover
+from grader.submissions.sources import Source
 from tests.conftest import CORPUS, EXERCISES, REFERENCE, make_submission
+from tests.notebooks import lecture
 
 LIMITS = Limits(timeout=2.0, memory_mb=1024)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -76,7 +92,6 @@ def test_detail_shows_every_marker_escaped_and_notebook_notes_once(graded):
         "grader_failed": True,
         "intake_flags": ["stub", evil],
         "graded_files": {"ex1": f"{evil}.ipynb cell 3"},
-        "sources": {"ex1": f"def f():\n    return '</pre>{evil}'\n"},
         "notes": [
             f"{evil}.ipynb: ex1: graded {evil}.ipynb cell 3 (26 of 26 gradients)",
             f"ex1: graded from the notebook {evil}.ipynb cell 3",
@@ -87,7 +102,8 @@ def test_detail_shows_every_marker_escaped_and_notebook_notes_once(graded):
         },
     }
     sim = {**(summary.get("similarity") or {}), "pairs": [{"a": evil, "b": "ada", "score": 0.97, "functions": []}]}
-    page = html_report({**summary, "similarity": sim}, {evil: hostile, "ada": ada})
+    code = {evil: StudentCode((Shown("ex1", f"{evil}.ipynb cell 3", f"def f():\n    return '</pre>{evil}'\n"),))}
+    page = html_report({**summary, "similarity": sim}, {evil: hostile, "ada": ada}, code)
     assert "<script>alert" not in page and "<img src=x" not in page and "</pre><script" not in page
     section = page[page.index('<section class="student" id="s0"') :]
     section = section[: section.index("</section>")]
@@ -95,7 +111,7 @@ def test_detail_shows_every_marker_escaped_and_notebook_notes_once(graded):
         assert f'data-marker="{marker}"' in section, marker
     assert '<a href="#s1">ada</a>, score 0.97' in section  # the pair links to the other student
     assert "finite differences" in section and "private attribute ._C" in section
-    assert '<details class="source" data-exercise="ex1">' in section and "&lt;/pre&gt;" in section
+    assert '<details class="source" id="s0-ex1" data-exercise="ex1">' in section and "&lt;/pre&gt;" in section
     assert "<td>2&times;3" in section and ">0.5<" in section  # shape and maxdiff of the item
     assert section.count("graded from the notebook") == 0 and section.count("(26 of 26 gradients)") == 1
     # without source text in the result: the graded files by name, and the page says so
@@ -168,6 +184,16 @@ def test_report_in_a_browser(graded, browser, tmp_path):
     text = section.text
     assert "bob: 41/42" in text and "dC-repeated-rows" in text and "ex1: ex1.py" in text
     assert len(section.find_elements(By.CSS_SELECTOR, "table tr")) == 1 + len(summary["items"])  # header + items
+    # his ex1 as graded, folded until opened: the dC he wrote, each line numbered
+    source = section.find_element(By.CSS_SELECTOR, "details.source[data-exercise='ex1']")
+    assert source.get_attribute("open") is None and not source.find_element(By.TAG_NAME, "pre").is_displayed()
+    source.find_element(By.TAG_NAME, "summary").click()
+    code = source.find_element(By.TAG_NAME, "pre")
+    assert code.is_displayed() and "    dC[Xb] += demb\n" in code.text and "# Looks right and never errors" in code.text
+    first = code.find_element(By.CSS_SELECTOR, "span.ln")
+    assert (
+        browser.execute_script("return getComputedStyle(arguments[0], '::before').content", first) == '"1"'
+    )  # the line number, drawn beside the code (never copied with it)
 
     # histogram: every student is in one bin
     counts = [int(r.get_attribute("data-count")) for r in browser.find_elements(By.CSS_SELECTOR, "rect.bin")]
@@ -179,6 +205,15 @@ def test_report_in_a_browser(graded, browser, tmp_path):
     assert "dan" in flag.text and FLAG_MEANING["error"] in flag.text
     private = browser.find_element(By.CSS_SELECTOR, "#flag-table tr[data-flag='private-internals']")
     assert "eve" in private.text and "dan" not in private.text
+    # the line eve's flag names is marked in her (folded) ex2; its link opens the code there
+    eve = json.loads((out / "students" / "eve.json").read_text())
+    flag = eve["flags"]["private_internals"][0]
+    mark = browser.find_element(By.CSS_SELECTOR, f"section[data-student='eve'] #s5-ex2-L{flag['line']}")
+    assert "hl" in mark.get_attribute("class") and "private internals" in mark.get_attribute("title")
+    assert "_get_tracing_state" in mark.get_attribute("textContent") and not mark.is_displayed()
+    browser.execute_script("location.hash = arguments[0]", f"#s5-ex2-L{flag['line']}")
+    assert mark.is_displayed()
+    assert browser.execute_script("return document.getElementById('s5-ex2').open") is True
     eve_row = browser.find_element(By.CSS_SELECTOR, "#student-table tr[data-student='eve']")
     assert "private-internals" in eve_row.text
     assert "private attribute ._C" in browser.find_element(
@@ -232,3 +267,176 @@ def test_report_in_a_browser(graded, browser, tmp_path):
     width, height = struct.unpack(">II", png[16:24])
     assert width >= 1000 and height >= 600
     assert len(png) > 20_000  # a rendered page, not a blank one
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the code each student was graded on, in their detail
+
+HOSTILE = "# </script><script>alert(1)</script> </details></li></ul> <!-- </pre>\n"
+
+
+@pytest.fixture(scope="module")
+def coded(tmp_path_factory):
+    """Grade a class whose code tries to break out of the report, a notebook, and an error naming its line."""
+    subs = tmp_path_factory.mktemp("coded")
+    make_submission(subs / "hal", {"ex2.py": HOSTILE + (REFERENCE / "ex2.py").read_text() + HOSTILE})
+    (subs / "nora").mkdir()
+    lecture.write(subs / "nora" / "notebook.ipynb", lecture.lecture_cells())
+    make_submission(subs / "dan", {"ex2.py": "def dlogits(logits, Yb, n):\n    return 1 / 0\n"}, base=None)
+    out = tmp_path_factory.mktemp("coded-out")
+    grade_batch(subs, out, jobs=2, limits=LIMITS, progress=False)
+    return subs, out
+
+
+def _section(page: str, student: str) -> str:
+    start = page.index(f'<section class="student" id="s{sorted(["dan", "hal", "nora"]).index(student)}"')
+    return page[start : page.index("</section>", start)]
+
+
+class _Tags(html.parser.HTMLParser):
+    """Count the tags a page opens and closes, and collect the text of every <pre>."""
+
+    def __init__(self):
+        super().__init__()
+        self.opened: dict[str, int] = {}
+        self.closed: dict[str, int] = {}
+        self.pre: list[str] = []
+        self._in_pre = 0
+
+    def handle_starttag(self, tag, attrs):
+        self.opened[tag] = self.opened.get(tag, 0) + 1
+        if tag == "pre":
+            self._in_pre += 1
+            self.pre.append("")
+
+    def handle_endtag(self, tag):
+        self.closed[tag] = self.closed.get(tag, 0) + 1
+        if tag == "pre":
+            self._in_pre -= 1
+
+    def handle_data(self, data):
+        if self._in_pre:
+            self.pre[-1] += data
+
+
+def test_graded_code_is_shown_escaped_and_cannot_break_out(coded):
+    page = (coded[1] / "report.html").read_text()
+    assert page.count("<script>") == 1 and "alert(1)</script>" not in page and "<!-- </pre>" not in page
+    tags = _Tags()
+    tags.feed(page)
+    for tag in ("details", "pre", "section", "li", "ul", "script"):  # what the code says closes nothing
+        assert tags.opened.get(tag) == tags.closed.get(tag), tag
+    assert tags.opened["script"] == 1
+    hal = _section(page, "hal")
+    code = next(t for t in tags.pre if HOSTILE.strip() in t and "def dlogits" in t)
+    assert code == HOSTILE + (REFERENCE / "ex2.py").read_text() + HOSTILE  # every character, as graded
+    assert '<details class="source" id="s1-ex2" data-exercise="ex2">' in hal
+    assert "<summary>ex2: <code>ex2.py</code>" in hal
+    ex2 = hal[hal.index('<details class="source" id="s1-ex2"') :]
+    ex2 = ex2[: ex2.index("</pre>")]
+    lines = len((HOSTILE + (REFERENCE / "ex2.py").read_text() + HOSTILE).splitlines())
+    assert [int(n) for n in re.findall(r'data-n="(\d+)"', ex2)] == list(range(1, lines + 1))  # every line, once
+    # dan's error names its line: that line is marked, with the item that failed
+    dan = _section(page, "dan")
+    assert '<span class="ln hl" id="s0-ex2-L2" title="ex2.dlogits: error" data-n="2">    return 1 / 0</span>' in dan
+
+
+def test_a_notebooks_code_is_the_code_the_grader_extracted_labelled_by_cells(coded):
+    subs, out = coded
+    page = (out / "report.html").read_text()
+    nora = json.loads((out / "students" / "nora.json").read_text())
+    label = nora["graded_files"]["ex1"]
+    assert label.startswith("notebook.ipynb cell")
+    section = _section(page, "nora")
+    assert f"<summary>ex1: <code>{html.escape(label)}</code>" in section
+    assert '<pre class="code nb">' in section and 'data-where="cell ' in section
+    from grader.submissions.intake import read_entry
+
+    (entry,) = [e for e in discover(subs)[0] if e.student == "nora"]
+    converted = read_entry(entry).sources["ex1"].text
+    tags = _Tags()
+    tags.feed(section)
+    assert converted in tags.pre  # the converted code, not the notebook's JSON
+
+
+def test_the_code_stays_out_of_the_students_json_and_every_lms_output(coded):
+    _, out = coded
+    for path in out.rglob("*"):
+        if path.is_file() and path.name != "report.html":
+            assert "alert(1)" not in path.read_text(errors="replace"), path
+    hal = json.loads((out / "students" / "hal.json").read_text())
+    assert "sources" not in hal and "def dlogits" not in json.dumps(hal)
+
+
+def test_code_is_bounded_per_file_and_per_student():
+    line = "x = 1  # " + "y" * 90 + "\n"  # 100 bytes
+    big = Source("ex1", "ex1.py", line * 2000, "ex1.py")  # 200 KB
+    small = Source("ex2", "ex2.py", line * 10, "ex2.py")
+    out = shown({"ex1": big, "ex2": small, "ex3": big, "ex4": big, "ex5": big, "ex6": big})
+    assert [c.exercise for c in out] == ["ex1", "ex2", "ex3", "ex4", "ex5", "ex6"]
+    ex1, ex2, *_, ex5, ex6 = out
+    assert len(ex1.text.encode()) <= MAX_FILE_BYTES and ex1.text.endswith("\n")  # cut at a line's end
+    assert ex1.truncated == 2000 - ex1.text.count("\n") > 0
+    assert ex2.text == small.text and ex2.truncated == 0
+    total = sum(len(c.text.encode()) for c in out)
+    assert total <= MAX_STUDENT_BYTES and 0 < ex5.truncated and ex6.omitted == OVER_STUDENT and not ex6.text
+    page = html_report(
+        {"students": 0, "max_score": 0, "score": {k: 0 for k in ("mean", "median", "min", "max")}, "items": {},
+         "traps": {}, "trap_students": {}},
+        {"ada": {"score": 0, "max_score": 0, "items": [], "graded_files": {"ex1": "ex1.py", "ex6": "ex6.py"}}},
+        {"ada": StudentCode(out)},
+    )  # fmt: skip
+    assert f"(truncated: {ex1.truncated} more lines not shown" in page and html.escape(OVER_STUDENT) in page
+
+
+def test_code_whose_files_changed_after_grading_is_not_shown(tmp_path):
+    make_submission(tmp_path / "subs" / "ada", {"ex2.py": "def dlogits(logits, Yb, n):\n    return 0\n"}, base=None)
+    (entry,), _ = discover(tmp_path / "subs")
+    before = entry.digest("opts")
+    code = graded_sources([entry], {"ada": before}, "opts")["ada"]
+    assert code.note == "" and "return 0" in code.exercises[0].text
+    (tmp_path / "subs" / "ada" / "ex2.py").write_text("def dlogits(logits, Yb, n):\n    return 1\n")
+    changed = graded_sources([entry], {"ada": before}, "opts")["ada"]
+    assert changed.note == CHANGED and not changed.exercises
+
+
+def test_the_report_is_written_without_code_when_reading_it_fails(graded, tmp_path):
+    out, _ = graded
+    summary = json.loads((out / "summary.json").read_text())
+    ada = json.loads((out / "students" / "ada.json").read_text())
+
+    def broken():
+        raise MemoryError("a student's files exhausted the helper")
+
+    write_report(tmp_path / "report.html", summary, {"ada": ada}, broken)
+    page = (tmp_path / "report.html").read_text()
+    assert "The graded code could not be read again: a helper process failed" in page
+    assert '<details class="source"' not in page and "ex1: <code>ex1.py</code>" in page
+
+
+def test_graded_code_in_a_browser(coded, browser):
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+
+    browser.get((coded[1] / "report.html").as_uri())
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert  # noqa: B018 - nothing a student wrote ran
+    browser.find_element(By.LINK_TEXT, "nora").click()
+    section = browser.find_element(By.CSS_SELECTOR, browser.execute_script("return location.hash"))
+    assert section.get_attribute("data-student") == "nora"
+    source = section.find_element(By.CSS_SELECTOR, "details.source[data-exercise='ex1']")
+    assert not source.find_element(By.TAG_NAME, "pre").is_displayed()  # folded
+    source.find_element(By.TAG_NAME, "summary").click()
+    code = source.find_element(By.TAG_NAME, "pre")
+    assert code.is_displayed() and "def dlogprobs(" in code.text
+    lines = code.find_elements(By.CSS_SELECTOR, "span.ln")
+    gutters = [browser.execute_script("return getComputedStyle(arguments[0], '::before').content", s) for s in lines]
+    assert any(g.startswith('"cell ') for g in gutters)  # each line beside the cell it came from
+
+    hal = browser.find_element(By.CSS_SELECTOR, "section[data-student='hal'] details.source[data-exercise='ex2']")
+    hal.find_element(By.TAG_NAME, "summary").click()
+    text = hal.find_element(By.TAG_NAME, "pre").text
+    assert "# </script><script>alert(1)</script> </details></li></ul> <!-- </pre>" in text
+    assert len(browser.find_elements(By.TAG_NAME, "script")) == 1
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert  # noqa: B018

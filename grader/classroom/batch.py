@@ -13,12 +13,13 @@ from grader.classroom import pool
 from grader.classroom.deadline import per_submission
 from grader.classroom.reports import EmptyClassError, class_similarity, write_outputs
 from grader.classroom.reports.html import html_report  # noqa: F401 (re-exported)
+from grader.classroom.reports.sources import graded_sources
 from grader.classroom.reports.summary import summarize  # noqa: F401 (re-exported)
 from grader.classroom.reports.tables import GRADEBOOK_COLUMNS, gradebook  # noqa: F401 (re-exported)
 from grader.sandbox import Limits, costs, jail, pages, protections
 from grader.show import table as report
 from grader.spec import catalogue
-from grader.spec.policy import Policy, grade_kwargs
+from grader.spec.policy import Policy, apply_late, grade_kwargs
 from grader.submissions.intake import Entry, Skipped, discover, read_entry, with_intake  # noqa: F401 (re-exported)
 from grader.truth import server as prebuild
 
@@ -195,6 +196,8 @@ def grade_batch(
         try:
             graded = pool.run(work, grade_one_student, jobs=jobs, deadline=deadline, after_first=collapse)
             for (entry, *_), result, why in graded:
+                if result is not None:  # course.toml's [late]: here, after grading, never where student code runs
+                    apply_late(result, policy.late, late=entry.late, submitted_at=entry.submitted_at)
                 _write_json(out / "students" / f"{entry.student}.json", result or _failed(entry, why, policy, data))
                 if result is not None:  # a grading process that failed (killed, overran) is graded again on --resume
                     manifest[entry.student] = digests[entry.student]
@@ -232,6 +235,7 @@ def grade_batch(
         sandbox={**walls.to_dict(), "unsafe": bool(walls.missing_minimum())},
         grader_failed=failed,
         policy=policy.describe(),
+        sources=lambda: graded_sources(entries, digests, options),
     )
 
 

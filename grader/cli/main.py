@@ -344,6 +344,7 @@ def _policy_line(policy) -> str:
     return (
         f"course policy: {policy.source}: level {shown['level']}, points {shown['points'] or 'default'}, "
         f"secret {shown['secret']}, Gradescope {shown['visibility']}/{shown['hidden_visibility']}"
+        + (f", late penalty {policy.late.text()}" if policy.late is not None else "")
     )
 
 

@@ -22,7 +22,17 @@ from pathlib import Path
 
 from grader.classroom import deadline
 from grader.ship.release import TORCH_VERSION
-from grader.spec.policy import FILENAME, VISIBILITIES, Policy, PolicyError, grade_kwargs, load
+from grader.spec.policy import (
+    FILENAME,
+    VISIBILITIES,
+    LateRule,
+    Policy,
+    PolicyError,
+    apply_late,
+    grade_kwargs,
+    load,
+    parse_time,
+)
 
 EXERCISES = ("ex1", "ex2", "ex3", "ex4")
 VERDICTS = {
@@ -83,6 +93,8 @@ exit 0
 """
 
 STUB_README = "# backprop-ninja grader\n\nGrades hand-derived backpropagation against autograd.\n"
+METADATA = "submission_metadata.json"  # Gradescope's, beside submission/: created_at, assignment.due_date, users
+_MAX_METADATA_BYTES = 16 << 20  # it holds every previous submission's results too
 
 
 def _check_visibility(visibility: str) -> str:
@@ -322,6 +334,83 @@ def _with_hidden(graded) -> dict:
     return result
 
 
+def submission_times(root: Path) -> tuple[str, str, str]:
+    """Return (when the submission was made, when it was due, '') from root/submission_metadata.json, or ('', '',
+    what is missing).
+
+    Gradescope writes `created_at` and `assignment.due_date` (ISO 8601 with their offsets). A user's own
+    `assignment.due_date` (an extension, where the metadata gives one per user) is used instead, the latest of a
+    group's. Only what the file says is read: nothing here runs or reads student code.
+    """
+    path = Path(root) / METADATA
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_METADATA_BYTES + 1)
+        if len(raw) > _MAX_METADATA_BYTES:
+            return "", "", f"{METADATA} is larger than {_MAX_METADATA_BYTES >> 20} MiB"
+        data = json.loads(raw)
+    except FileNotFoundError:
+        return "", "", f"there is no {METADATA}"
+    except (OSError, ValueError) as exc:
+        return "", "", f"{METADATA} could not be read ({type(exc).__name__})"
+    if not isinstance(data, dict):
+        return "", "", f"{METADATA} is not a JSON object"
+    created = data.get("created_at")
+    assignment = data.get("assignment") if isinstance(data.get("assignment"), dict) else {}
+    own = [
+        u["assignment"].get("due_date")
+        for u in data.get("users") or []
+        if isinstance(u, dict) and isinstance(u.get("assignment"), dict)
+    ]
+    own = [d for d in own if parse_time(d) is not None]
+    due = max(own, key=parse_time) if own else assignment.get("due_date")
+    if parse_time(created) is None:
+        return "", "", f"{METADATA} gives no submission time (created_at)"
+    if parse_time(due) is None:
+        return "", "", f"{METADATA} gives no due date (assignment.due_date)"
+    return created, due, ""
+
+
+def _late(root: Path, rule: LateRule | None, result: dict, *, scores: bool) -> tuple[str, dict | None]:
+    """Take course.toml's late penalty off the graded result (in place); return (what the student reads, the
+    instructors-only test), each empty when there is nothing to say.
+
+    scores: whether the student sees scores now (the hidden tests are visible); before, they read only the fraction.
+    """
+    if rule is None:
+        return "", None
+    submitted, due, problem = submission_times(root)
+    if problem:
+        return "", _instructors("late penalty (instructors only)", f"course.toml's [late] was not applied: {problem}.")
+    record = apply_late(result, rule, late=None, submitted_at=submitted, due=due)
+    if record is None:
+        return "", None
+    days = record["days_late"]
+    when = f"{days} day{'s' if days != 1 else ''} after the due date"
+    fraction = f"{100 * record['fraction']:g}%"
+    said = f"Late: submitted {when}, so a late penalty of {fraction} of the score applies"
+    if scores:
+        said += f": {_num(record['points'])} points off, {_num(record['raw_score'])} before the penalty"
+    detail = (
+        f"submitted {record['submitted_at']}, due {record['due']}: {when}. {fraction} of {_num(record['raw_score'])} "
+        f"= {_num(record['points'])} points off; score {_num(result['score'])}."
+    )
+    return said + ".", _instructors("late penalty (instructors only)", detail)
+
+
+def _instructors(name: str, output: str) -> dict:
+    """Return a test only instructors see, worth nothing."""
+    return {
+        "name": name,
+        "number": "0",
+        "score": 0,
+        "max_score": 0,
+        "status": "passed",
+        "visibility": "hidden",
+        "output": output,
+    }
+
+
 def _walls_missing() -> type:
     """Return jail.WallsMissing, imported lazily (the sandbox imports torch's neighbours)."""
     from grader.sandbox.jail import WallsMissing
@@ -355,13 +444,17 @@ def run(root: Path, *, visibility: str | None = None, policy: Policy | None = No
             note = _intake_note(target)
             graded = runner.grade(target, list(EXERCISES), **grade_kwargs(policy))
         result = _hide_path(_with_hidden(graded), str(root / "submission"))
+        # course.toml's [late], from Gradescope's metadata: here, once grading is over, never in the sandbox
+        late, late_test = _late(root, policy.late, result, scores=policy.hidden_visibility == "visible")
         results = to_results(
             result,
             visibility=visibility,
             hidden_visibility=policy.hidden_visibility,
             execution_time=time.monotonic() - start,
         )
-        results["output"] = note + "\n\n" + results["output"]
+        results["output"] = note + "\n\n" + (late + "\n\n" if late else "") + results["output"]
+        if late_test is not None:
+            results["tests"].append(late_test)
         json.dumps(results, allow_nan=False)  # fail here, not half-way through the write
     except _walls_missing() as exc:
         results = _error_results(

@@ -14,6 +14,12 @@
     [similarity]
     base = ["lecture.ipynb", "given.py"]  # code every student may start from: never evidence of copying
 
+    [late]
+    penalty = 0.1                 # fraction of the score taken off a late submission
+    per_day = 0.05                # and per day (or part of one) late, where the platform says how late
+    max = 0.5                     # the most a late submission loses, as a fraction of its score
+    due = 2026-11-01T23:59:00-07:00  # for a Gradescope export, which gives each submission's time, not the due date
+
 Every key is optional; a missing one keeps the grader's default. Unknown keys and bad values are errors that
 name the key, the value and the file.
 """
@@ -26,6 +32,7 @@ import math
 import sys
 import weakref
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from grader.sandbox import forget
@@ -40,9 +47,12 @@ LEVELS = ("diagnose", "hint", "full")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_LEVEL = "diagnose"
 MIN_SECRET_CHARS = 12
-_TOP_KEYS = ("level", "secret", "points", "gradescope", "similarity")
+_TOP_KEYS = ("level", "secret", "points", "gradescope", "similarity", "late")
 _GRADESCOPE_KEYS = ("visibility", "hidden_visibility")
 _SIMILARITY_KEYS = ("base",)
+_LATE_FRACTIONS = ("penalty", "per_day", "max")
+_LATE_KEYS = (*_LATE_FRACTIONS, "due")
+DAY = timedelta(days=1)
 
 
 _LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # every Policy alive, by id: a child wipes them
@@ -64,6 +74,138 @@ class PolicyError(ValueError):
 
 
 @dataclass(frozen=True)
+class LateRule:
+    """course.toml's [late]: what a late submission loses, as fractions of its score.
+
+    A submission the platform marks late loses `penalty`, plus `per_day` for each day (or part of one) it came
+    after the due date where the platform says how late (Gradescope: its submission time and due date; Canvas's
+    download says only late or not, so there `per_day` cannot apply); never more than `max` in all.
+    due: the due date for a source that gives a submission's time but not the due date (a Gradescope export).
+    """
+
+    penalty: float = 0.0
+    per_day: float = 0.0
+    max: float = 1.0
+    due: datetime | None = None
+
+    def fraction(self, days: int | None) -> float:
+        """Return the fraction of the score a late submission loses; days: how late, in days begun (None: unknown)."""
+        taken = self.penalty + (self.per_day * days if days is not None else 0.0)
+        return round(min(self.max, taken), 6)
+
+    def describe(self) -> dict:
+        """Return the rule for summary.json's policy."""
+        return {
+            "penalty": self.penalty,
+            "per_day": self.per_day,
+            "max": self.max,
+            **({"due": self.due.isoformat()} if self.due is not None else {}),
+        }
+
+    def text(self) -> str:
+        """Return the rule in words, for the line a batch starts with: '10% off a late submission, ...'."""
+        parts = []
+        if self.penalty:
+            parts.append(f"{_percent(self.penalty)} off a late submission")
+        if self.per_day:
+            parts.append(f"{_percent(self.per_day)} a day late (where the platform says how late)")
+        if self.max < 1:
+            parts.append(f"at most {_percent(self.max)}")
+        if self.due is not None:
+            parts.append(f"due {self.due.isoformat()} for a Gradescope export")
+        return ", ".join(parts) or "no points off"
+
+    def to_toml(self) -> list[str]:
+        """Return the [late] table's lines."""
+        lines = ["", "[late]"]
+        lines += [f"{k} = {_number(getattr(self, k))}" for k in _LATE_FRACTIONS]
+        if self.due is not None:
+            lines.append(f"due = {self.due.isoformat()}")
+        return lines
+
+
+def _percent(x: float) -> str:
+    return f"{100 * x:g}%"
+
+
+def parse_time(text) -> datetime | None:
+    """Return an ISO 8601 time with its UTC offset ('2026-11-01T10:00:00-07:00', or ending in Z) as a datetime, or
+    None if it is not one (no offset: which day it is depends on where it was read)."""
+    if isinstance(text, datetime):
+        when = text
+    elif isinstance(text, str) and 0 < len(text) <= 64:
+        raw = text.strip()
+        raw = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
+        try:
+            when = datetime.fromisoformat(raw)
+        except ValueError:
+            return None
+    else:
+        return None
+    return when if when.tzinfo is not None and when.utcoffset() is not None else None
+
+
+def days_late(submitted: datetime, due: datetime) -> int:
+    """Return how many days (each begun counts whole) submitted came after due; 0 when it came in time."""
+    late = submitted - due
+    if late <= timedelta(0):
+        return 0
+    return math.ceil(late / DAY)
+
+
+def late_penalty(
+    rule: LateRule | None, score: float, *, late: bool | None, submitted_at: str = "", due: str | datetime = ""
+) -> dict | None:
+    """Return what a submission loses under the rule, or None (no rule, in time, or lateness unknown).
+
+    late: what the platform says (Canvas: True or False; None: it says nothing). submitted_at and due (ISO 8601 with
+    their UTC offsets) say how late where both are known; due defaults to the rule's own. The record holds
+    raw_score, fraction, points (taken off) and, where known, days_late, submitted_at and due.
+    """
+    if rule is None:
+        return None
+    submitted, due_at = parse_time(submitted_at), parse_time(due) if due else rule.due
+    days = days_late(submitted, due_at) if submitted is not None and due_at is not None else None
+    if days is not None:
+        late = days > 0
+    if late is not True:
+        return None
+    fraction = rule.fraction(days)
+    record = {"raw_score": score, "fraction": fraction, "points": round(float(score) * fraction, 4)}
+    if days is not None:
+        record.update(days_late=days, submitted_at=submitted.isoformat(), due=due_at.isoformat())
+    elif rule.per_day:
+        record["note"] = NO_DAYS
+    return record
+
+
+NO_DAYS = "how late is not known (the platform says only that it is late), so per_day is not applied"
+
+
+def apply_late(
+    result: dict, rule: LateRule | None, *, late: bool | None, submitted_at: str = "", due: str | datetime = ""
+) -> dict | None:
+    """Take a late submission's penalty off a graded result (a SubmissionResult.to_dict()) in place; return the record.
+
+    Run by the instructor's process once grading is over, never by anything that runs student code. The result's
+    score becomes the penalised one and "late_penalty" holds the record (late_penalty() above); where the times say
+    whether it was late and the platform did not ("late" missing), "late" is set. Without a rule, or for a result
+    the grader failed on (no score), nothing changes.
+    """
+    if rule is None or result.get("grader_failed"):
+        return None
+    submitted, due_at = parse_time(submitted_at), parse_time(due) if due else rule.due
+    if late is None and submitted is not None and due_at is not None and "late" not in result:
+        result["late"] = days_late(submitted, due_at) > 0
+    record = late_penalty(rule, result["score"], late=late, submitted_at=submitted_at, due=due)
+    if record is not None:
+        if record["points"]:
+            result["score"] = round(record["raw_score"] - record["points"], 4)
+        result["late_penalty"] = record
+    return record
+
+
+@dataclass(frozen=True)
 class Policy:
     """What a course decides: points per item and exercise, message level, secret, Gradescope visibility.
 
@@ -79,6 +221,7 @@ class Policy:
     hidden_visibility: str = "after_published"  # the points, shown once grades are published
     source: str = ""  # the file it was read from, for messages
     similarity_base: tuple = ()
+    late: LateRule | None = None  # course.toml's [late]; None: lateness takes nothing off
 
     def __post_init__(self):
         _LIVE[id(self)] = self
@@ -120,6 +263,8 @@ class Policy:
             f"visibility = {json.dumps(self.visibility)}",
             f"hidden_visibility = {json.dumps(self.hidden_visibility)}",
         ]
+        if self.late is not None:  # only then: a course without the rule keeps its text, and its fingerprint
+            lines += self.late.to_toml()
         return "\n".join(lines) + "\n"
 
     def describe(self) -> dict:
@@ -131,6 +276,7 @@ class Policy:
             "secret": "from course.toml" if self.secret is not None else "random for this run (set one to grade)",
             "visibility": self.visibility,
             "hidden_visibility": self.hidden_visibility,
+            **({"late": self.late.describe()} if self.late is not None else {}),
             "fingerprint": self.fingerprint(),
         }
 
@@ -188,6 +334,35 @@ def from_dict(raw: dict, source: str = FILENAME) -> Policy:
         hidden_visibility=gs.get("hidden_visibility", "after_published"),
         source=source,
         similarity_base=_similarity_base(raw.get("similarity", {}), source),
+        late=_late(raw["late"], source) if "late" in raw else None,
+    )
+
+
+def _late(table, source: str) -> LateRule:
+    """Validate the [late] table: fractions between 0 and 1, and a due date with its UTC offset."""
+    if not isinstance(table, dict):
+        raise PolicyError(f"{source}: late must be a table ([late]), not {table!r}")
+    for key in table:
+        if key not in _LATE_KEYS:
+            raise PolicyError(f"{source}: unknown key 'late.{key}' (known: {', '.join(_LATE_KEYS)})")
+    for key in _LATE_FRACTIONS:
+        value = table.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise PolicyError(f"{source}: late.{key} = {value!r} is not a fraction between 0 and 1 (0.1 is 10%)")
+    if not table.get("penalty") and not table.get("per_day"):
+        raise PolicyError(f"{source}: [late] takes nothing off: give late.penalty or late.per_day (0.1 is 10%)")
+    due = table.get("due")
+    if due is not None and (not isinstance(due, datetime) or parse_time(due) is None):
+        raise PolicyError(
+            f"{source}: late.due = {due!r} is not a date and time with its UTC offset (due = 2026-11-01T23:59:00-07:00)"
+        )
+    return LateRule(
+        penalty=float(table.get("penalty", 0.0)),
+        per_day=float(table.get("per_day", 0.0)),
+        max=float(table.get("max", 1.0)),
+        due=due,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from grader.classroom.reports.feedback import write_feedback
@@ -55,14 +56,17 @@ def write_outputs(
     sandbox: dict | None = None,
     grader_failed: list[str] = (),
     policy: dict | None = None,
+    sources=None,
 ) -> dict:
     """Write gradebook.csv, items.csv, canvas.csv, summary.json, report.html and feedback/<student>.md for graded
     students; return the summary.
 
     similarity: True to compare the class now, False not to, or the dict class_similarity() already returned.
+    sources: the code each student was graded on, for report.html only (see write_report).
     """
     stale = remove_stale(out / "students", set(students))
-    _write_text(out / "gradebook.csv", gradebook(students))
+    late_rule = "late" in (policy or {})  # course.toml's [late]: the gradebook states the raw score and the penalty
+    _write_text(out / "gradebook.csv", gradebook(students, late_rule=late_rule))
     _write_text(out / "items.csv", item_table(students))
     _write_text(out / "canvas.csv", canvas_gradebook(students, canvas_assignment or CANVAS_ASSIGNMENT))
     summary = summarize(students, skipped, stale)
@@ -77,16 +81,41 @@ def write_outputs(
     elif similarity:
         summary["similarity"] = class_similarity(entries)
     _write_json(out / "summary.json", summary)
-    _write_text(out / "report.html", html_report(summary, students))
+    write_report(out / "report.html", summary, students, sources)
     write_feedback(out, students)  # one file per student to hand back, at the course's message level
     return summary
 
 
+def write_report(path: Path, summary: dict, students: dict[str, dict], sources=None) -> None:
+    """Write report.html.
+
+    sources: None (the graded files by name only), {student: sources.StudentCode}, or a function returning that,
+    which is called in a throwaway child that writes the page itself: the code it reads never enters this process,
+    whose memory grading processes inherit (see sources.py). If that child fails, the page is written here without
+    the code, and says why.
+    """
+    note = ""
+    if callable(sources):
+        from grader.classroom import pool
+        from grader.classroom.reports.sources import READ_SECONDS
+
+        read, limit = sources, 600 + READ_SECONDS * len(students)  # each student's reading has its own bound
+        try:
+            pool.in_child(lambda: _write_text(path, html_report(summary, students, read())) or True, deadline=limit)
+            return
+        except RuntimeError as exc:  # the helper died or overran: the report all the same, saying why
+            sources, note = None, f"The graded code could not be read again: {exc}."
+    _write_text(path, html_report(summary, students, sources, code_note=note))
+
+
 def _write_text(path: Path, text: str) -> None:
-    """Write UTF-8; bytes of a student's file name that are not UTF-8 (lone surrogates) become U+FFFD."""
+    """Write UTF-8, whole or not at all; bytes of a student's file name that are not UTF-8 (lone surrogates) become
+    U+FFFD."""
     from grader.submissions.intake.discover import shown
 
-    path.write_text(shown(text), encoding="utf-8")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(shown(text), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def class_similarity(entries, base=()) -> dict:

@@ -4,8 +4,10 @@ What it says is what the student's own `grade all` table says (show/table.py), a
 messages are the ones already in the student's JSON, rendered at that level; nothing here adds a hint, a formula or
 a trap's explanation. It leaves out what is for the instructor only: intake notes that name other students or
 sources (duplicate-id, id-collision, Gradescope's folder and metadata, Canvas's late mark), the identity, the
-similarity check. The flag lines for reaching into internals or differentiating numerically are kept: the table ends
-with the same lines ("flagged for your instructor (no points change)"), so a student sees them there anyway.
+similarity check. Lateness is left out too, unless course.toml's [late] took points off: then the file says so,
+with the fraction, the points and the score before the penalty. The flag lines for reaching into internals or
+differentiating numerically are kept: the table ends with the same lines ("flagged for your instructor (no points
+change)"), so a student sees them there anyway.
 
 Every text that can carry a student's words (a file name, an exception's message, a line of their code) is escaped:
 terminal controls shown as escapes, Markdown and HTML punctuation backslash-escaped outside code spans, so a
@@ -136,6 +138,17 @@ def _counts(items: list[dict]) -> str:
     return ", ".join(f"{counts[s]} {STATUS[s]}" for s in STATUS if counts.get(s))
 
 
+def late_line(penalty: dict) -> str:
+    """Return the sentence that states a late penalty: how late, the fraction, the points and the score before it."""
+    days = penalty.get("days_late")
+    when = f"{days} day{'s' if days != 1 else ''} late" if days else "late"
+    fraction = f"{100 * float(penalty['fraction']):g}%"
+    return (
+        f"Late penalty: submitted {when}, so {fraction} of the score is taken off: {_num(penalty['points'])} points "
+        f"(the score before the penalty is {_num(penalty['raw_score'])})."
+    )
+
+
 def feedback(student: str, result: dict) -> str:
     """Return one student's feedback as Markdown."""
     items = result.get("items") or []
@@ -145,6 +158,8 @@ def feedback(student: str, result: dict) -> str:
         lines += [NOT_GRADED, ""]
     else:
         lines += [f"Score: **{_num(result['score'])} / {_num(result['max_score'])}** ({_counts(items)})", ""]
+        if result.get("late_penalty"):  # course.toml's [late] took points off: the student is told how many, and why
+            lines += [late_line(result["late_penalty"]), ""]
     problems = [p for p in result.get("problems") or [] if p.get("message")]
     covered: dict[str, str] = {}
     if problems and not failed:

@@ -1,11 +1,13 @@
 """report.html: one self-contained page to grade from (inline CSS, JS and SVG; nothing fetched at view time).
 
 Sections: a sortable table of students, filtered by a search box, linking to each student's detail (every item's
-status, points, maxdiff, shape and message; the graded files, with their text when the result holds it in
-result["sources"]; every marker: late, similar pairs, intake flags, grader failed, numeric differentiation,
-private internals; the intake notes, each once), a score histogram, pass rates per item each leading to the
-students who failed it, each trap's meaning and who hit it, the sandbox and intake flags, the skipped entries, and
-suspicious pairs with their shared functions side by side. Every piece of student text goes through _e.
+status, points, maxdiff, shape and message; the graded files, each with the code graded, folded, line-numbered and
+bounded (sources.py), the lines its failing items' messages and its flags name marked; every marker: late and a
+late penalty, similar pairs, intake flags, grader failed, numeric differentiation, private internals; the intake
+notes, each once), a score histogram, pass rates per item each leading to the students who failed it, each trap's
+meaning and who hit it, the sandbox and intake flags, the skipped entries, and suspicious pairs with their shared
+functions side by side. Every piece of student text goes through _e: a student's code is text in a <pre>, never
+markup, whatever it holds (`</script>`, `</details>`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import math
 import re
 
 from grader.classroom.deadline import SIMILARITY_READ
+from grader.classroom.reports.feedback import late_line
+from grader.classroom.reports.sources import MAX_FILE_BYTES, MAX_STUDENT_BYTES, Shown, StudentCode
 from grader.classroom.reports.tables import exercise_scores
 from grader.spec import catalogue
 
@@ -38,6 +42,7 @@ FLAG_MEANING = {
     "numeric-differentiation": "differentiates numerically (finite differences, complex step) instead of by hand",
     "grader-failed": "the grader itself could not finish this submission: no score (grade again with --resume)",
     "late": "Canvas marked the submission late",
+    "late-penalty": "course.toml's [late] took points off: the score shown is after the penalty",
     "similar": "in a suspicious pair of the similarity check",
 }
 FAILING = ("failed", "error", "timeout")  # the statuses an item's "who failed it" list holds
@@ -60,6 +65,10 @@ padding:0 4px;margin-right:3px;font-size:90%}pre{background:#f6f8fa;padding:6px;
 .side{display:grid;grid-template-columns:1fr 1fr;gap:8px}.student{border-top:2px solid #ccc;margin-top:1.5em}
 nav a{margin-right:1em}pre mark.shared{background:#fff59d}#items svg a text{fill:#1565c0;text-decoration:underline}
 .markers li{margin:2px 0}.failing li{margin:2px 0}#student-search{font:inherit;padding:3px 6px;width:24em}
+details.source{margin:2px 0}details.source summary{cursor:pointer}pre.code .ln::before{content:attr(data-n);
+display:inline-block;width:3.5em;margin-right:1em;text-align:right;color:#888;user-select:none}
+pre.code.nb .ln::before{content:attr(data-where);width:11em}pre.code .hl{background:#ffebee;display:inline-block;
+min-width:100%}.code-note{color:#666;font-size:90%}
 """
 
 SCRIPT = """
@@ -105,7 +114,12 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
   function openTarget() {
     var id = decodeURIComponent(location.hash.slice(1));
     var el = id && document.getElementById(id);
-    if (el && el.tagName.toLowerCase() === 'details') { el.open = true; el.scrollIntoView(); }
+    if (!el) return;
+    var opened = false;  // the target, or a line of code in a folded source: open every <details> around it
+    for (var d = el.closest('details'); d; d = d.parentElement && d.parentElement.closest('details')) {
+      if (!d.open) { d.open = true; opened = true; }
+    }
+    if (opened) el.scrollIntoView();
   }
   window.addEventListener('hashchange', openTarget);
   openTarget();
@@ -166,6 +180,8 @@ def _student_flags(r: dict, similar: bool = False) -> list[str]:
         flags.add("numeric-differentiation")
     if r.get("late") is True:
         flags.add("late")
+    if r.get("late_penalty"):
+        flags.add("late-penalty")
     if similar:
         flags.add("similar")
     for item in r["items"]:
@@ -189,7 +205,8 @@ def _students_table(students: dict, anchors: dict, similar: dict | None = None) 
         cells = [
             f'<td data-value="{_e(s)}">{_link(s, anchors)}</td>',
             f'<td data-value="{_e(name)}">{_e(name)}</td>',
-            f'<td class="num" data-value="{_num(r["score"])}">{_num(r["score"])}/{_num(r["max_score"])}</td>',
+            f'<td class="num" data-value="{_num(r["score"])}"{_raw_title(r)}>{_num(r["score"])}/{_num(r["max_score"])}'
+            "</td>",
         ]
         cells += [f'<td class="num" data-value="{_num(v)}">{_num(v)}</td>' for v in exercise_scores(r).values()]
         cells.append(
@@ -205,6 +222,14 @@ def _students_table(students: dict, anchors: dict, similar: dict | None = None) 
     )
     table = f'<table class="sortable" id="student-table"><thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table>'
     return search + table
+
+
+def _raw_title(r: dict) -> str:
+    """Return a score cell's title when a late penalty made it: the score before the penalty."""
+    penalty = r.get("late_penalty")
+    if not penalty:
+        return ""
+    return f' title="{_num(penalty["raw_score"])} before the late penalty of {_num(penalty["points"])}"'
 
 
 def _histogram(students: dict, max_score: float) -> str:
@@ -402,27 +427,82 @@ def _notes(r: dict) -> list[str]:
     return out
 
 
-def _sources(r: dict) -> str:
-    """The graded files' text when the result holds it (result["sources"]: exercise -> text), else their names."""
+_CELL_LINE = re.compile(r"(?:cell \d+|In \[\d+\]), line \d+")  # how a message names a line of a notebook's code
+_FILE_LINE = re.compile(r"\bline (\d+)\b")  # and of a file's
+
+
+def _marks(r: dict, code: Shown) -> dict[int, list[str]]:
+    """Return {line (from 1): why it is marked}: lines the messages of its failing items, or its flags, name."""
+    ex, marks = code.exercise, {}
+    where = {w: k for k, w in enumerate(code.line_map, 1) if w}
+    for item in r.get("items") or []:
+        if item.get("exercise") != ex or item.get("status") not in FAILING:
+            continue
+        message = str(item.get("message") or "")
+        lines = [where.get(m) for m in _CELL_LINE.findall(message)] if where else []
+        lines += [int(m) for m in _FILE_LINE.findall(_CELL_LINE.sub("", message))] if not where else []
+        for k in lines:
+            if k:
+                marks.setdefault(k, []).append(f"{item.get('id')}: {item.get('status')}")
+    for key, what in (("private_internals", "private internals"), ("numeric_differentiation", "numeric")):
+        for f in (r.get("flags") or {}).get(key) or []:
+            if isinstance(f, dict) and f.get("exercise") == ex and isinstance(f.get("line"), int):
+                marks.setdefault(f["line"], []).append(f"{what}: {f.get('what')}")
+    return marks
+
+
+def _code(anchor: str, code: Shown, marks: dict[int, list[str]]) -> str:
+    """Return a graded exercise's code as a numbered <pre> (a notebook's lines numbered by cell), marks shown."""
+    rows = []
+    for k, m in enumerate(_LINE.finditer(code.text), 1):
+        if not m.group(0):
+            break
+        where = code.line_map[k - 1] if k <= len(code.line_map) else ""
+        attrs = f' data-n="{k}"' + (f' data-where="{_e(where)}"' if code.line_map else "")
+        if k in marks:
+            said = list(dict.fromkeys(marks[k]))  # a whole file's error names its line once per item: a few suffice
+            why = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
+            attrs = f' class="ln hl" id="{anchor}-{_e(code.exercise)}-L{k}" title="{_e(why)}"{attrs}'
+        else:
+            attrs = f' class="ln"{attrs}'
+        rows.append(f"<span{attrs}>{_e(m.group(1))}</span>\n")
+    return f'<pre class="code{" nb" if code.line_map else ""}">{"".join(rows)}</pre>'
+
+
+def _sources(r: dict, anchor: str = "", code: StudentCode | None = None, note: str = "") -> str:
+    """The graded files, each with the code graded (folded) where the report has it, else their names."""
     graded = r.get("graded_files") or {}
-    texts = r.get("sources") if isinstance(r.get("sources"), dict) else {}
-    if not graded and not texts:
+    shown = {c.exercise: c for c in code.exercises} if code is not None else {}
+    if not graded and not shown:
         return '<p class="graded-files-none">Graded files: none.</p>'
     parts = []
-    for ex in sorted(set(graded) | set(texts)):
-        label = graded.get(ex, "")
-        text = texts.get(ex)
-        if isinstance(text, dict):
-            text = text.get("text")
-        if isinstance(text, str):
-            parts.append(
-                f'<li>{_e(ex)}: <code>{_e(label)}</code><details class="source" data-exercise="{_e(ex)}">'
-                f"<summary>source</summary><pre>{_e(text)}</pre></details></li>"
-            )
-        else:
-            parts.append(f"<li>{_e(ex)}: <code>{_e(label)}</code></li>")
-    note = "" if texts else " (their text is not in the student's results, so only their names are shown)"
-    return f'<p>Graded files{note}:</p><ul class="graded-files">{"".join(parts)}</ul>'
+    for ex in sorted(set(graded) | set(shown)):
+        c = shown.get(ex)
+        label = graded.get(ex) or (c.label if c else "")
+        head = f"{_e(ex)}: <code>{_e(label)}</code>"
+        if c is None or c.omitted:
+            why = f' <span class="code-note">({_e(c.omitted)})</span>' if c is not None else ""
+            parts.append(f"<li>{head}{why}</li>")
+            continue
+        marks = _marks(r, c)
+        lines = sum(1 for m in _LINE.finditer(c.text) if m.group(0))
+        said = [f"{lines} line{'s' if lines != 1 else ''}"] + ([f"{len(marks)} marked"] if marks else [])
+        cut = (
+            f'<p class="code-note truncated">(truncated: {c.truncated} more line{"s" if c.truncated != 1 else ""} not '
+            f"shown; the report shows at most {MAX_FILE_BYTES >> 10} KB of a file and {MAX_STUDENT_BYTES >> 10} KB "
+            "of a student)</p>"
+            if c.truncated
+            else ""
+        )
+        parts.append(
+            f'<li><details class="source" id="{anchor}-{_e(ex)}" data-exercise="{_e(ex)}"><summary>{head} '
+            f'<span class="code-note">({", ".join(said)})</span></summary>{_code(anchor, c, marks)}{cut}</details></li>'
+        )
+    if code is None:
+        why = note or "only their names are shown: this report was written without the graded code"
+    else:
+        why = code.note or "click one for the code graded; marked lines are named by a failing item or a flag"
+    return f'<p>Graded files ({_e(why)}):</p><ul class="graded-files">{"".join(parts)}</ul>'
 
 
 def _markers(s: str, r: dict, pairs: list[dict], anchors: dict) -> str:
@@ -432,8 +512,19 @@ def _markers(s: str, r: dict, pairs: list[dict], anchors: dict) -> str:
     def add(kind: str, text: str) -> None:
         out.append(f'<li data-marker="{_e(kind)}"><span class="flag">{_e(kind)}</span> {text}</li>')
 
+    penalty = r.get("late_penalty") or {}
     if r.get("late") is True:
-        add("late", _e(FLAG_MEANING["late"]))
+        days = penalty.get("days_late")
+        late = (
+            f"submitted {days} day{'s' if days != 1 else ''} after the due date "
+            f"(submitted {penalty.get('submitted_at')}, due {penalty.get('due')})"
+            if days
+            else FLAG_MEANING["late"]
+        )
+        add("late", _e(late))
+    if penalty:
+        said = f"{_e(late_line(penalty))} Score {_num(r['score'])}/{_num(r['max_score'])} after it."
+        add("late-penalty", said + (f" {_e(penalty['note'])}." if penalty.get("note") else ""))
     for p in pairs:
         other = p["b"] if p["a"] == s else p["a"]
         add("similar", f"pair with {_link(other, anchors)}, score {_e(format(p.get('score', 0), '.2f'))}")
@@ -459,7 +550,15 @@ def _markers(s: str, r: dict, pairs: list[dict], anchors: dict) -> str:
     return f'<p>Markers:</p><ul class="markers">{"".join(out)}</ul>'
 
 
-def _detail(s: str, r: dict, anchor: str, pairs: list[dict] = (), anchors: dict | None = None) -> str:
+def _detail(
+    s: str,
+    r: dict,
+    anchor: str,
+    pairs: list[dict] = (),
+    anchors: dict | None = None,
+    code: StudentCode | None = None,
+    code_note: str = "",
+) -> str:
     ident = r.get("identity") or {}
     who = ", ".join(f"{_e(k)}: {_e(v)}" for k, v in sorted(ident.items()))
     notes = "".join(f"<li>{_e(n)}</li>" for n in _notes(r))
@@ -481,15 +580,21 @@ def _detail(s: str, r: dict, anchor: str, pairs: list[dict] = (), anchors: dict 
         f"{_num(r['score'])}/{_num(r['max_score'])}</h3>"
         + (f"<p>{who}</p>" if who else "")
         + _markers(s, r, list(pairs), anchors or {})
-        + _sources(r)
+        + _sources(r, anchor, code, code_note)
         + (f'<p>Intake notes:</p><ul class="notes">{notes}</ul>' if notes else "")
         + "<table><tr><th>item</th><th>status</th><th>points</th><th>maxdiff</th><th>shape</th><th>traps</th>"
         f"<th>message</th></tr>{rows}</table>" + '<p><a href="#students">back to the table</a></p></section>'
     )
 
 
-def html_report(summary: dict, students: dict | None = None) -> str:
-    """Return report.html: everything above in one self-contained page."""
+def html_report(
+    summary: dict, students: dict | None = None, sources: dict[str, StudentCode] | None = None, code_note: str = ""
+) -> str:
+    """Return report.html: everything above in one self-contained page.
+
+    sources: {student: StudentCode}, the code each was graded on (sources.graded_sources); None shows the graded
+    files by name only (code_note says why, if there is more to say).
+    """
     students = students or {}
     anchors = _anchors(students)
     similar = _similar_pairs(summary)
@@ -498,7 +603,20 @@ def html_report(summary: dict, students: dict | None = None) -> str:
     for item in failing:
         item_anchors.setdefault(item, f"fail-{len(item_anchors)}")
     s = summary["score"]
-    details = "".join(_detail(st, students[st], anchors[st], similar.get(st, []), anchors) for st in sorted(students))
+    details = "".join(
+        _detail(
+            st,
+            students[st],
+            anchors[st],
+            similar.get(st, []),
+            anchors,
+            (sources or {}).get(st, StudentCode(note="not shown: not read again for this report"))
+            if sources is not None
+            else None,
+            code_note,
+        )
+        for st in sorted(students)
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>backprop-ninja class report</title>
 <meta http-equiv="Content-Security-Policy" content="{CSP}">

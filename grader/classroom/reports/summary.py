@@ -49,7 +49,7 @@ def summarize(students: dict[str, dict], skipped=(), stale=()) -> dict:
     if numeric:
         sandbox[NUMERIC] = sorted(numeric)
     n = len(students)
-    return {
+    out = {
         "students": n,
         "max_score": students[next(iter(students))]["max_score"] if students else 0,
         "score": {
@@ -65,9 +65,15 @@ def summarize(students: dict[str, dict], skipped=(), stale=()) -> dict:
         "timed_out": sorted(timed_out),
         "sandbox_flags": sandbox,
         "intake_flags": {f: sorted(s) for f, s in sorted(intake_flags.items())},
-        # what the source says: Canvas marks late submissions (true/false); a folder or Gradescope says nothing
+        # what the source says: Canvas marks late submissions (true/false); a folder or Gradescope says nothing (but
+        # with course.toml's [late] due, Gradescope's submission time says)
         "late": {s: students[s]["late"] for s in sorted(students) if isinstance(students[s].get("late"), bool)},
         "canvas_unmatched": canvas_rows(students)[1],  # no row in canvas.csv: reason -> students
         "skipped": [s.to_dict() if hasattr(s, "to_dict") else dict(s) for s in skipped],
         "stale_removed": sorted(stale),
     }
+    penalised = {s: students[s]["late_penalty"] for s in sorted(students) if students[s].get("late_penalty")}
+    if penalised:  # course.toml's [late]: who lost what (their score above is after it); absent without the rule
+        keys = ("raw_score", "fraction", "points", "days_late")
+        out["late_penalty"] = {s: {k: p[k] for k in keys if k in p} for s, p in penalised.items()}
+    return out

@@ -27,11 +27,14 @@ GRADEBOOK_COLUMNS = (
     "late",
     "intake_flags",
 )
+# with course.toml's [late]: the score before the penalty and the points it took (the score column is after it)
+LATE_COLUMNS = ("raw_score", "late_penalty")
 # items.csv: one row per student and item (long format), what a spreadsheet's pivot table takes as its source
 ITEM_COLUMNS = ("student", "exercise", "item", "status", "score", "max_score", "traps")
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_ASSIGNMENT = "Backprop ninja"
-LATE = {True: "yes", False: "no"}  # the late column; empty where the source does not say (a folder, Gradescope)
+# the late column; empty where the source does not say (a folder; Gradescope, unless course.toml's [late] gives `due`)
+LATE = {True: "yes", False: "no"}
 # why a student has no row in canvas.csv (summary.json's canvas_unmatched)
 UNMATCHED_LOCAL = "not from a Canvas or Gradescope download: no Canvas user id or student id to match"
 UNMATCHED_NO_SID = "Gradescope gave no student id"
@@ -56,26 +59,32 @@ def _writer(buf):
     return csv.writer(buf, lineterminator="\n")
 
 
-def gradebook(students: dict[str, dict]) -> str:
-    """Return the gradebook CSV: one row per student, a column per exercise, then who the student is."""
+def gradebook(students: dict[str, dict], late_rule: bool = False) -> str:
+    """Return the gradebook CSV: one row per student, a column per exercise, then who the student is.
+
+    late_rule: the course has a late penalty ([late]): `score` is after it, and two more columns say the score
+    before it and the points it took (0 for a student who lost none); the exercise columns are never penalised.
+    """
     buf = io.StringIO()
     writer = _writer(buf)
-    writer.writerow(GRADEBOOK_COLUMNS)
+    writer.writerow(GRADEBOOK_COLUMNS + (LATE_COLUMNS if late_rule else ()))
     for student in sorted(students):
         r = students[student]
         ident = r.get("identity") or {}
         failed = bool(r.get("grader_failed"))  # no score at all, never a 0 an import would take as one
-        writer.writerow(
-            [
-                student,
-                "" if failed else _num(r["score"]),
-                _num(r["max_score"]),
-                *("" if failed else _num(v) for v in exercise_scores(r).values()),
-                *(ident.get(c, "") for c in IDENTITY_COLUMNS),
-                LATE.get(r.get("late"), ""),
-                " ".join([*(r.get("intake_flags") or []), *(["grader-failed"] if failed else [])]),
-            ]
-        )
+        row = [
+            student,
+            "" if failed else _num(r["score"]),
+            _num(r["max_score"]),
+            *("" if failed else _num(v) for v in exercise_scores(r).values()),
+            *(ident.get(c, "") for c in IDENTITY_COLUMNS),
+            LATE.get(r.get("late"), ""),
+            " ".join([*(r.get("intake_flags") or []), *(["grader-failed"] if failed else [])]),
+        ]
+        if late_rule:
+            penalty = r.get("late_penalty") or {"raw_score": r["score"], "points": 0}
+            row += ["", ""] if failed else [_num(penalty["raw_score"]), _num(penalty["points"])]
+        writer.writerow(row)
     return buf.getvalue()
 
 
