@@ -171,25 +171,66 @@ def autograder_source(tmp_path_factory):
     return source
 
 
-def _autograde(source: Path, root: Path, files: dict[str, str]) -> dict:
-    """Run run_autograder without CAP_SYS_ADMIN (a default Docker container) on these files; return results.json."""
+def _stage(root: Path, files: dict[str, str]) -> Path:
+    """Lay out an /autograder tree for these submission files; return its root."""
     (root / "submission").mkdir(parents=True)
     (root / "results").mkdir()
     for name, text in files.items():
         (root / "submission" / name).write_text(text)
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), AUTOGRADER_SOURCE=str(source), PYTHONPATH=str(source))
-    env["PYTHON"] = sys.executable
-    command = _wrap("no-cap-sys-admin", ["bash", str(source / "run_autograder")])
-    proc = subprocess.run(command, cwd=source, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    return root
+
+
+def _env(source: Path) -> dict:
+    return dict(os.environ, AUTOGRADER_SOURCE=str(source), PYTHONPATH=str(source), PYTHON=sys.executable)
+
+
+def _results(root: Path) -> dict:
     results = json.loads((root / "results" / "results.json").read_text())
     results.pop("execution_time", None)
     return results
 
 
+def _autograde(source: Path, root: Path, files: dict[str, str]) -> dict:
+    """Run run_autograder without CAP_SYS_ADMIN (a default Docker container) on these files; return results.json."""
+    _stage(root, files)
+    command = _wrap("no-cap-sys-admin", ["bash", str(source / "run_autograder")])
+    env = dict(_env(source), AUTOGRADER_ROOT=str(root))
+    proc = subprocess.run(command, cwd=source, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return _results(root)
+
+
+# what run_autograder runs for one submission (python -m grader.ship.gradescope), for several in one interpreter
+_MANY = (
+    "import sys\nfrom grader.ship.gradescope import main\n"
+    "for root in sys.argv[2:]:\n    main(['--root', root, '--course', sys.argv[1]])\n"
+)
+# the channels a run could leave open for the next one (locks, IPC, memory, a lingering child): each of these gets
+# a run_autograder of its own, as Gradescope gives every upload
+CHANNELS = (
+    "lock_ranges_ex1_to_ex2",
+    "sysv_shm_ex1_to_ex2",
+    "sysv_sem_memory_escape",
+    "posix_mqueue_ex1_to_ex2",
+    "socket_oracle",
+    "chroot_climb_reads_reference",
+    "pdeathsig_lingers",
+    "trap_texts_copied_out",
+    "forged_digest_flag_free",
+)
+
+
+def _autograde_many(source: Path, roots: list[Path]) -> None:
+    """Grade several staged trees without CAP_SYS_ADMIN, as run_autograder's Python does, in one interpreter."""
+    command = _wrap("no-cap-sys-admin", [sys.executable, "-c", _MANY, str(source / "course.toml"), *map(str, roots)])
+    proc = subprocess.run(command, cwd=source, env=_env(source), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_the_gradescope_autograder_without_cap_sys_admin_holds_against_every_hostile_case(autograder_source, tmp_path):
     """Each hostile run changes only its own exercises and scores nothing on its attacked item's hidden test; a calm
-    run after them all is the calm run before. Every case of tests/hostile, two autograder runs at a time."""
+    run after them all is the calm run before. Every case of tests/hostile: the channels between runs each through
+    run_autograder, as Gradescope runs an upload; the rest through its Python entry, two interpreters at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
     from grader.grading.traps import TRAPS  # a trap's id is in students' JSON, not in Gradescope's results
@@ -199,12 +240,14 @@ def test_the_gradescope_autograder_without_cap_sys_admin_holds_against_every_hos
     assert calm["score"] == 42 and not [t for t in calm["tests"] if t.get("name", "").startswith("sandbox")]
     by_name = {t["name"]: t for t in calm["tests"]}
 
-    def attack(case: Path) -> list[str]:
-        exercise, item_id, status, (kind, text) = hostile_expectation(case)
-        files = dict(reference)
+    def files(case: Path) -> dict[str, str]:
+        out = dict(reference)
         for ex, part in parts(case.read_text()):
-            files[f"{ex}.py"] = files[f"{ex}.py"] + "\n\n" + part
-        got = _autograde(autograder_source, tmp_path / case.stem, files)
+            out[f"{ex}.py"] = out[f"{ex}.py"] + "\n\n" + part
+        return out
+
+    def check(case: Path, got: dict) -> list[str]:
+        _, item_id, status, (kind, text) = hostile_expectation(case)
         wrong = [
             f"{case.stem}: {test['name']} changed"
             for test in got["tests"]
@@ -217,7 +260,15 @@ def test_the_gradescope_autograder_without_cap_sys_admin_holds_against_every_hos
             wrong.append(f"{case.stem}: {text.strip()!r} not in the results")
         return wrong
 
+    alone = [c for c in HOSTILE if c.stem in CHANNELS]
+    together = [c for c in HOSTILE if c.stem not in CHANNELS]
+    assert len(alone) == len(CHANNELS)
+    roots = {c: _stage(tmp_path / c.stem, files(c)) for c in together}
+    halves = [[roots[c] for c in together[k::2]] for k in (0, 1)]
     with ThreadPoolExecutor(2) as runs:
-        wrong = [w for found in runs.map(attack, HOSTILE) for w in found]
+        single = list(runs.map(lambda c: _autograde(autograder_source, tmp_path / f"{c.stem}_alone", files(c)), alone))
+        list(runs.map(lambda rs: _autograde_many(autograder_source, rs), halves))
+    wrong = [w for c, got in zip(alone, single, strict=True) for w in check(c, got)]
+    wrong += [w for c in together for w in check(c, _results(roots[c]))]
     assert wrong == []
     assert _autograde(autograder_source, tmp_path / "calm_again", reference) == calm
