@@ -110,3 +110,18 @@ def test_no_circle_of_top_level_imports():
     for node in sorted(graph):
         visit(node)
     assert circles == []
+
+
+def test_the_laptop_sandbox_starts_before_torch_is_imported():
+    """grade exN starts the spawn-backend sandbox first thing, so that it imports torch while the grader does: the
+    path there (grader.cli, grader.sandbox.prespawn) must import no torch, or the two imports run one after the other
+    (spawn/fork 1.77 instead of 1.07 in bench/bench_laptop.py)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nimport grader.cli\nfrom grader.sandbox import prespawn\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
