@@ -268,6 +268,13 @@ def test_student_commands_run_through_the_fallback_and_say_what_is_off():
     assert "ex2.dlogits" in done.stdout and "passed" in done.stdout
     (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("sandbox")]  # one line, no more
     assert line.startswith("sandbox (spawn):") and "system-call allow-list" in line and len(line) < 300
+    verbose = subprocess.run([*cmd, "--verbose"], capture_output=True, text=True, env=env, timeout=120)
+    listed = [ln.strip() for ln in verbose.stderr.splitlines() if ln.strip().startswith("missing (")]
+    assert "missing (minimum): every capability dropped" in listed and "missing (extra): own PID namespace" in listed
+    as_json = subprocess.run([*cmd, "--json"], capture_output=True, text=True, env=env, timeout=120)
+    walls = json.loads(as_json.stdout)["sandbox"]
+    assert walls["backend"] == "spawn" and "every capability dropped" in walls["missing_minimum"]
+    assert as_json.stderr == ""  # --json: one JSON object and nothing else
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="jails are Linux-only")

@@ -106,6 +106,7 @@ def _make_grade_command(which: str):
     )
     @click.option("--only", multiple=True, metavar="NAME", help="Grade only this function or item (repeatable).")
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object and nothing else.")
+    @click.option("--verbose", is_flag=True, help="Also list the sandbox walls this machine lacks, one per line.")
     @click.option(
         "--level",
         type=click.Choice(LEVELS),
@@ -117,7 +118,7 @@ def _make_grade_command(which: str):
     @click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds per function call.")
     @_data_option
     @_course_option
-    def command(submission, only, as_json, level, hints, timeout, data, course, **extra):
+    def command(submission, only, as_json, verbose, level, hints, timeout, data, course, **extra):
         from grader.grading.runner import grade
         from grader.sandbox import Limits
 
@@ -145,7 +146,7 @@ def _make_grade_command(which: str):
         kwargs = grade_kwargs(policy)
         kwargs["level"] = _level(level, policy)
         result = grade(graded, exercises, only=only or None, data=data, limits=limits, **kwargs)
-        _say_missing_walls(as_json)
+        walls = _say_missing_walls(as_json, verbose)
         if not isinstance(graded, Path):  # a notebook or an archive: say which cells or files were graded
             from grader.submissions.notebook.submission import notes_for
 
@@ -164,7 +165,7 @@ def _make_grade_command(which: str):
                 graded, data=data, steps=extra["steps"], quiet=as_json, plot=extra.get("curve")
             )
         if as_json:
-            report.emit_json(result.to_dict())
+            report.emit_json({**result.to_dict(), "sandbox": walls.to_dict()})
         else:
             report.emit_table(result, hints=hints)
         if extra.get("plot"):  # after the table: a missing matplotlib costs the picture, not the verdicts
@@ -220,20 +221,31 @@ def _level(asked: str | None, policy) -> str:
     return asked
 
 
-def _say_missing_walls(quiet: bool):
-    """Say in one line which sandbox protections this platform lacks (the student's own code still runs)."""
+def _say_missing_walls(quiet: bool, verbose: bool = False):
+    """Say in one line which sandbox protections this platform lacks (the student's own code still runs); with
+    verbose, each missing wall on a line of its own. Return the protections (--json carries them)."""
     from grader.sandbox import protections
 
     walls = protections()
     if quiet:
-        return
+        return walls
     if walls.missing_minimum():
         report.note(
             f"sandbox ({walls.backend}): your own code runs without these walls here: "
             f"{'; '.join(walls.missing_minimum())} (fine for your own files; grade a class on Linux)"
         )
     elif walls.missing_extras():
-        report.note(f"sandbox: {len(walls.missing_extras())} extra walls are off here; the allow-list holds (--json)")
+        report.note(
+            f"sandbox: {len(walls.missing_extras())} extra walls are off here; the allow-list holds (--verbose)"
+        )
+    if verbose:
+        for wall in walls.missing_minimum():
+            report.note(f"  missing (minimum): {wall}")
+        for wall in walls.missing_extras():
+            report.note(f"  missing (extra): {wall}")
+        if not walls.missing():
+            report.note(f"sandbox ({walls.backend}): every wall is up")
+    return walls
 
 
 def _plot(which: str, result, path: Path, data):
