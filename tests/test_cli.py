@@ -60,7 +60,8 @@ def test_json_schema_and_order():
     result = run("all", "--submission", REFERENCE, "--json")
     assert result.exit_code == 0
     obj = json.loads(result.output)  # one object, nothing else on stdout
-    assert set(obj) == {"submission", "score", "max_score", "items", "problems"} and obj["problems"] == []
+    assert set(obj) == {"submission", "score", "max_score", "items", "problems", "sandbox"} and obj["problems"] == []
+    assert set(obj["sandbox"]) == {"backend", "missing", "missing_minimum"}  # the walls this machine gave
     assert [i["id"] for i in obj["items"]] == [i.id for i in catalogue.items()]
     assert obj["items"][-1]["id"] == "ex4.training" and obj["items"][0]["id"] == "ex1.dlogprobs"
     for item in obj["items"]:
