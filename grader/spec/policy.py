@@ -318,12 +318,8 @@ def from_dict(raw: dict, source: str = FILENAME) -> Policy:
         # never echo the value: it may be most of a real secret
         kind = f"{len(secret)} characters" if isinstance(secret, str) else f"a {type(secret).__name__}"
         raise PolicyError(f"{source}: secret must be a string of at least {MIN_SECRET_CHARS} characters (got {kind})")
-    gs = raw.get("gradescope", {})
-    if not isinstance(gs, dict):
-        raise PolicyError(f"{source}: gradescope must be a table ([gradescope]), not {gs!r}")
+    gs = _table(raw.get("gradescope", {}), "gradescope", _GRADESCOPE_KEYS, source)
     for key, value in gs.items():
-        if key not in _GRADESCOPE_KEYS:
-            raise PolicyError(f"{source}: unknown key 'gradescope.{key}' (known: {', '.join(_GRADESCOPE_KEYS)})")
         if value not in VISIBILITIES:
             raise PolicyError(f"{source}: gradescope.{key} = {value!r} is not one of {', '.join(VISIBILITIES)}")
     return Policy(
@@ -338,13 +334,19 @@ def from_dict(raw: dict, source: str = FILENAME) -> Policy:
     )
 
 
+def _table(table, name: str, known: tuple, source: str) -> dict:
+    """Return a [name] table of course.toml, or raise naming the file: not a table, or a key it does not know."""
+    if not isinstance(table, dict):
+        raise PolicyError(f"{source}: {name} must be a table ([{name}]), not {table!r}")
+    for key in table:
+        if key not in known:
+            raise PolicyError(f"{source}: unknown key '{name}.{key}' (known: {', '.join(known)})")
+    return table
+
+
 def _late(table, source: str) -> LateRule:
     """Validate the [late] table: fractions between 0 and 1, and a due date with its UTC offset."""
-    if not isinstance(table, dict):
-        raise PolicyError(f"{source}: late must be a table ([late]), not {table!r}")
-    for key in table:
-        if key not in _LATE_KEYS:
-            raise PolicyError(f"{source}: unknown key 'late.{key}' (known: {', '.join(_LATE_KEYS)})")
+    table = _table(table, "late", _LATE_KEYS, source)
     for key in _LATE_FRACTIONS:
         value = table.get(key)
         if value is None:
@@ -368,11 +370,7 @@ def _late(table, source: str) -> LateRule:
 
 def _similarity_base(table, source: str) -> tuple:
     """Validate the [similarity] table; return its base files as absolute paths, relative ones from source's folder."""
-    if not isinstance(table, dict):
-        raise PolicyError(f"{source}: similarity must be a table ([similarity]), not {table!r}")
-    for key in table:
-        if key not in _SIMILARITY_KEYS:
-            raise PolicyError(f"{source}: unknown key 'similarity.{key}' (known: {', '.join(_SIMILARITY_KEYS)})")
+    table = _table(table, "similarity", _SIMILARITY_KEYS, source)
     base = table.get("base", [])
     if not isinstance(base, list) or not all(isinstance(p, str) and p.strip() for p in base):
         raise PolicyError(f"{source}: similarity.base = {base!r} is not a list of file paths")
