@@ -168,7 +168,8 @@ def test_a_lone_child_warms_itself_before_its_jail(tmp_path):
     assert by["ex1.dC"]["status"] == "passed" and by["ex1.db2"]["status"] == "passed", (by["ex1.dC"], by["ex1.db2"])
 
 
-def test_full_training_runs_in_the_sandbox(tmp_path):
+def test_full_training_runs_in_the_sandbox(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADER_CACHE", str(tmp_path / "cache"))  # the reference curve's cache: never the user's own
     curve = tmp_path / "curve.png"
     result = run("ex4", "--submission", REFERENCE, "--full", "--steps", "300", "--json", "--curve", curve)
     assert result.exit_code == 0
