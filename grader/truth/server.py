@@ -18,6 +18,7 @@ import socket
 import struct
 import sys
 import tempfile
+import time
 
 import torch
 
@@ -121,11 +122,21 @@ class Server:
     def __init__(self, pid: int, sock: socket.socket):
         self.pid, self.sock = pid, sock
 
-    def close(self) -> None:
-        """Stop the server and forget it."""
+    def close(self, grace: float = 2.0) -> None:
+        """Stop the server and forget it: with its socket closed it ends on its own (and logs its cost, see
+        sandbox/costs.py); one still there after `grace` seconds is killed."""
         _SERVER[0] = None
-        self.sock.close()
         try:
+            self.sock.send(b"")  # an empty packet: the server stops as when every end is closed (a child forked
+        except OSError:  # after it, the similarity check say, may still hold one)
+            pass
+        self.sock.close()
+        end = time.monotonic() + grace
+        try:
+            while time.monotonic() < end:
+                if os.waitpid(self.pid, os.WNOHANG)[0]:
+                    return
+                time.sleep(0.005)
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
         except (ProcessLookupError, ChildProcessError):  # already gone, and reaped
