@@ -364,8 +364,13 @@ def _ex4_inputs(params, Xb, Yb):
     return t, inputs, grads
 
 
-def build(g: Geometry, data: str | None = None, ex4: bool = False) -> Fixture:
-    """Build (once per process) the fixture of one geometry; ex4=True uses the compact Ex4 forward."""
+def build(g: Geometry, data: str | None = None, ex4: bool = False, seal: bool = True) -> Fixture:
+    """Build (once per process) the fixture of one geometry; ex4=True uses the compact Ex4 forward.
+
+    seal=False leaves the true gradients in ordinary memory: for a process that only sends them on (the truth
+    server, a helper) and never forks a sandbox; the receiving process puts them in its arena.
+    """
+    keep = arena.seal_all if seal else dict
     key = (g, data, ex4)
     if key in BUILT:
         return BUILT[key]
@@ -376,18 +381,18 @@ def build(g: Geometry, data: str | None = None, ex4: bool = False) -> Fixture:
     Xb, Yb = sample_batch(examples, g.n, batch_gen)  # (32, 3), (32,)
     if ex4:
         tensors, _, truth = _ex4_inputs(params, Xb, Yb)
-        fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, arena.seal_all(truth))
+        fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, keep(truth))
         fx.noise = rounding_noise(params, Xb, Yb, truth, fwd=ex4_forward)
         # ex4.training: consecutive SGD steps driven by autograd; the student is fed each step's forward
         p = {k: v.clone() for k, v in params.items()}
         for _ in range(TRAINING_STEPS if g == EX4_PRIMARY else HIDDEN_TRAINING_STEPS):
             xs, ys = sample_batch(examples, g.n, batch_gen)
             _, inputs, grads = _ex4_inputs(p, xs, ys)
-            fx.steps.append((arena.seal_all(inputs), arena.seal_all(grads)))
+            fx.steps.append((keep(inputs), keep(grads)))
             p = {k: p[k] - TRAINING_LR * grads["d" + k] for k in p}
     else:
         tensors, truth = autograd_truth(params, Xb, Yb)
-        fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, arena.seal_all(truth))
+        fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, keep(truth))
         fx.noise = rounding_noise(params, Xb, Yb, truth)
     BUILT[key] = fx
     return fx
