@@ -178,7 +178,7 @@ def _params():
             yield pytest.param(case, backend, id=f"{backend}-{case.name}", marks=marks)
 
 
-@pytest.mark.parametrize(("case", "backend"), _params())
+@pytest.mark.parametrize(("case", "backend"), list(_params()))
 def test_honest_habit_gets_full_marks_and_no_flag(graded, case, backend):
     got = graded(BUNDLE_OF[case.name], backend)
     try:

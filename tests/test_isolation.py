@@ -219,7 +219,7 @@ def test_routes_out_of_the_exercise_are_escapes_and_nothing_honest_is_one():
         "b = (lambda: 0).__code__": "private attribute .__code__",
         "async def g():\n    yield\nb = g().ag_frame.f_builtins": "interpreter internals .ag_frame",
         "from numpy.lib.stride_tricks import as_strided": "reflection imported by name: as_strided",
-        "v = np.lib.stride_tricks.as_strided(a, (1,), (0,))": "interpreter internals .as_strided",
+        "v = np.lib.stride_tricks.as_strided(a, (1,), (0,))": "interpreter internals .stride_tricks",
         "class R:\n    @property\n    def __array_interface__(self): ...": "raw memory: __array_interface__",
         "d = {'__array_struct__': 1}": "raw memory: __array_struct__",
         "s = '{0.sys.modules[x].y}'.format(torch)": "a format string reading attributes by name",
@@ -227,10 +227,19 @@ def test_routes_out_of_the_exercise_are_escapes_and_nothing_honest_is_one():
         "objs = torch.sys.modules['gc'].get_objects()": "interpreter internals .get_objects",
         "match x:\n    case object(__globals__=g): pass": "attribute read by a match pattern: __globals__",
         "import ctypes": "interpreter module ctypes",
+        "t = torch.export.default_decompositions()": "interpreter internals .default_decompositions",
+        "f = logging.currentframe()": "interpreter internals .currentframe",
+        "w = logging.traceback.walk_stack(None)": "interpreter internals .traceback",
     }
     for code, what in routes.items():
         found = escapes("ex2", "import torch\nimport numpy as np\n" + code + "\n")
         assert found and found[0].what.startswith(what) and found[0].escape, (code, found)
+    for honest in (  # a debug print that forgot its f, .format of public attributes, logging's own Formatter
+        'print("{d.shape[0]} rows")  # the case of a missing f',
+        'print("{0.shape[0]} of {0.dtype.itemsize}".format(d))',
+        'h.setFormatter(logging.Formatter("%(message)s"))\nfrom logging import Formatter',
+    ):
+        assert scan("ex2", honest + "\n") == (), honest
     for tame in ("x = getattr(torch, name)", "import sys\nprint(sys.version)", "n = torch._C", "exec(code)"):
         assert escapes("ex2", tame + "\n") == (), tame  # flagged for the instructor, still run
         assert scan("ex2", tame + "\n"), tame

@@ -32,7 +32,11 @@ RISKY_ATTRIBUTES = frozenset(
     "f_builtins ag_frame ag_code gi_code cr_code f_trace stride_tricks as_strided "
     # string.Formatter().get_field("0.name", (obj,), {}) is getattr by a computed name; get_type_hints and
     # singledispatch evaluate string annotations
-    "Formatter get_field vformat get_type_hints".split()
+    "Formatter get_field vformat get_type_hints "
+    # frames by other names (logging.currentframe, traceback.walk_stack through logging.traceback); autograd's own
+    # backward formulas as plain Python (torch.export.default_decompositions(), torch._decomp's tables)
+    "currentframe walk_stack walk_tb StackSummary extract_stack extract_tb traceback "
+    "default_decompositions decomposition_table core_aten_decompositions get_decompositions".split()
 )
 RISKY_NAMES = frozenset("__builtins__ __loader__ __spec__".split())
 # the buffer protocols C code reads from any object: defining one (a method, a property, a class attribute, a key)
@@ -55,7 +59,7 @@ _BY_OTHER_NAME = re.compile(r"getattr|attrgetter|ForwardRef", re.IGNORECASE)
 # torch's operator registry and compilers: aten's own backward kernels (tanh_backward, embedding_dense_backward,
 # native_batch_norm_backward) give a gradient nobody derived, and aten.grad runs autograd itself
 TORCH_BACKDOORS = frozenset("ops jit library".split())
-BACKWARD_KERNEL = re.compile(r"_backward(?:_|$)")
+BACKWARD_KERNEL = re.compile(r"_backward(?:[_.]|$)")  # tanh_backward, "native_batch_norm_backward.default"
 RISKY_MODULES = frozenset(
     "sys os gc ctypes inspect importlib types builtins subprocess signal socket pickle marshal copyreg pkgutil dis "
     "serialization".split()  # torch.serialization.pickle.loads resolves a dotted name, getattr included
@@ -69,9 +73,13 @@ _REFLECTION = frozenset("getmembers getmembers_static import_module unwrap loads
 # formulas are reachable through each, whatever the child's tripwires, so a file that holds one is not run at all.
 ESCAPES = RAW_MEMORY | frozenset(
     "f_builtins f_back f_globals f_locals f_code f_trace gi_frame cr_frame ag_frame tb_frame tb_next gi_code cr_code "
-    "ag_code _getframe currentframe __traceback__ stride_tricks as_strided Formatter get_field vformat get_objects "
-    "get_referrers get_referents ctypes ctypeslib __builtins__ __globals__ __subclasses__ __code__ __closure__".split()
+    "ag_code _getframe currentframe walk_stack walk_tb StackSummary extract_stack extract_tb traceback __traceback__ "
+    "stride_tricks Formatter get_field vformat get_objects get_referrers get_referents ctypes ctypeslib "
+    "__builtins__ __globals__ __subclasses__ __code__ __closure__ "
+    "default_decompositions decomposition_table core_aten_decompositions get_decompositions".split()
 )
+# string's Formatter is getattr by a computed name; logging's is a log line's layout
+_STRING_ONLY = frozenset({"Formatter"})
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,23 @@ def _raw_memory(node: ast.AST) -> str | None:
     return None
 
 
+_FIELD = re.compile(r"\{([^{}]*)\}")
+_SEGMENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _risky_field(word: str) -> bool:
+    """Whether a replacement field of a string reaches internals: a private name, the interpreter's modules, a frame.
+
+    "{d.shape[0]}" or "{0.dtype.itemsize}" in a print or a .format call reads a tensor's public attributes, which
+    anyone may; "{0.sys.modules[...]}" walks from a module to every module, which no derivation needs.
+    """
+    for field in _FIELD.findall(word):
+        for name in _SEGMENT.findall(field.split("!")[0].split(":")[0]):
+            if name.startswith("_") or name in RISKY_ATTRIBUTES or name in RISKY_MODULES or name in REFLECTIVE_CALLS:
+                return True
+    return False
+
+
 def _quote(lines: list[str], line: int) -> str:
     return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
 
@@ -220,7 +245,9 @@ def _what(node: ast.AST, fstring_parts: frozenset = frozenset(), own: _Lazy | No
         mine = (private or kernel) and own is not None and own.get().defines(node)  # the file's own class's name
         if private and not mine:
             return f"private attribute .{node.attr}"
-        if node.attr in RISKY_ATTRIBUTES or node.attr in RISKY_MODULES or node.attr in _REFLECTION:
+        string_module = isinstance(node.value, ast.Name) and node.value.id == "string"
+        from_string = node.attr not in _STRING_ONLY or string_module
+        if (node.attr in RISKY_ATTRIBUTES and from_string) or node.attr in RISKY_MODULES or node.attr in _REFLECTION:
             return f"interpreter internals .{node.attr}"  # torch.inspect, torch.serialization.pickle: a module
         if node.attr in TORCH_BACKDOORS:
             return f"torch's operator registry or compiler .{node.attr}"
@@ -247,7 +274,7 @@ def _what(node: ast.AST, fstring_parts: frozenset = frozenset(), own: _Lazy | No
             return f"a string naming internals: {word[:40]!r}"
         if "._" in word and _DOTTED.fullmatch(word):  # a path to something private ("torch._C._EngineBase")
             return f"a string naming internals: {word[:40]!r}"
-        if _FIELD_PATH.search(word):  # "{0.sys.modules[grader...]}".format(torch): str.format is getattr by name
+        if _FIELD_PATH.search(word) and _risky_field(word):  # "{0.sys.modules[grader...]}".format(torch) is getattr
             return f"a format string reading attributes by name: {word[:40]!r}"
         if word in TORCH_BACKDOORS or BACKWARD_KERNEL.search(word):
             return f"a string naming torch internals: {word[:40]!r}"
@@ -265,7 +292,9 @@ def _what(node: ast.AST, fstring_parts: frozenset = frozenset(), own: _Lazy | No
             reached = [
                 a.name
                 for a in node.names
-                if a.name in BY_NAME or _BY_OTHER_NAME.search(a.name) or (a.name == "*" and node.module == "operator")
+                if (a.name in BY_NAME and (a.name not in _STRING_ONLY or node.module == "string"))
+                or _BY_OTHER_NAME.search(a.name)
+                or (a.name == "*" and node.module == "operator")
             ]
             if reached:
                 return f"reflection imported by name: {reached[0]}"
@@ -477,6 +506,7 @@ NUMERIC = (
 _COMPLEX_NAMES = frozenset("complex complex32 complex64 complex128 cfloat cdouble chalf view_as_complex imag".split())
 
 
+_PERTURBED_CALL = re.compile(r"\w\(\s*[\w.]+\s*[+-]")  # f(x + ...: a call whose first argument is nudged
 _COMPLEX_TEXT = re.compile(r"\d[jJ]\b|complex|cfloat|cdouble|chalf|\bimag\b")
 _LOOP_TEXT = re.compile(r"\b(?:for|while)\b")
 
@@ -484,8 +514,8 @@ _LOOP_TEXT = re.compile(r"\b(?:for|while)\b")
 def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     """Return the places where a source file differentiates numerically (complex step, finite differences)."""
     complex_text = _COMPLEX_TEXT.search(text) is not None
-    if not complex_text and not ("/" in text and _LOOP_TEXT.search(text)):  # most files: no parse at all
-        return ()
+    if not complex_text and not ("/" in text and (_LOOP_TEXT.search(text) or _PERTURBED_CALL.search(text))):
+        return ()  # most files: no parse at all
     try:
         trees = [bounded.parse(text)] if complex_text else _looping_blocks(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -509,7 +539,9 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
             elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.left, ast.BinOp):
                 if isinstance(node.left.op, ast.Sub):
                     divisions.append(node.left)
-        if loops and isinstance(unit, (ast.FunctionDef, ast.AsyncFunctionDef)) and _differenced(divisions, bound):
+        function = isinstance(unit, (ast.FunctionDef, ast.AsyncFunctionDef))
+        # in a loop, f evaluated twice and differenced; without one, f(x + h*E) - f(x - h*E) over a basis E at once
+        if function and (_differenced(divisions, bound) if loops else _differenced(divisions, {}, perturbed=True)):
             found.append((unit.lineno, f"a finite difference in {unit.name}() (the forward pass evaluated twice)"))
     lines = text.splitlines()
     return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in sorted(found)[:limit])
@@ -531,7 +563,7 @@ def _looping_blocks(text: str) -> list[ast.Module]:
     for k in starts:
         end = next((j for j in range(k + 1, len(lines)) if lines[j][:1] not in ("", " ", "\t", "\n", "\r", "#")), None)
         block = "".join(lines[k:end])
-        if "/" not in block or not _LOOP_TEXT.search(block):
+        if "/" not in block or not (_LOOP_TEXT.search(block) or _PERTURBED_CALL.search(block)):
             continue
         try:
             tree = bounded.parse(block)
@@ -560,9 +592,10 @@ def _complex(node: ast.AST) -> str | None:
     return None
 
 
-def _differenced(divisions: list[ast.BinOp], bound: dict[str, ast.Call]) -> bool:
+def _differenced(divisions: list[ast.BinOp], bound: dict[str, ast.Call], perturbed: bool = False) -> bool:
     """Tell whether one of these differences is of two calls of one function on different arguments:
-    (f(x + h) - f(x - h)) / (2 * h). A difference of two different functions (softmax - one_hot) is no such thing."""
+    (f(x + h) - f(x - h)) / (2 * h). A difference of two different functions (softmax - one_hot) is no such thing.
+    perturbed: also require an argument nudged from the same value, x + d against x - d (or x itself)."""
 
     def call(e: ast.AST) -> ast.Call | None:
         return e if isinstance(e, ast.Call) else bound.get(e.id) if isinstance(e, ast.Name) else None
@@ -570,8 +603,21 @@ def _differenced(divisions: list[ast.BinOp], bound: dict[str, ast.Call]) -> bool
     for diff in divisions:
         a, b = call(diff.left), call(diff.right)
         if a is not None and b is not None and ast.dump(a.func) == ast.dump(b.func) and ast.dump(a) != ast.dump(b):
-            return True
+            if not perturbed or any(_nudged(x, y) for x, y in zip(a.args, b.args, strict=False)):
+                return True
     return False
+
+
+def _nudged(x: ast.AST, y: ast.AST) -> bool:
+    """Whether two arguments are one value moved two ways: x + d and x - d, or x + d and x."""
+
+    def base(e: ast.AST) -> str | None:
+        return ast.dump(e.left) if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)) else None
+
+    bx, by = base(x), base(y)
+    if ast.dump(x) == ast.dump(y) or (bx is None and by is None):
+        return False
+    return (bx or ast.dump(x)) == (by or ast.dump(y))
 
 
 def numeric_note(flags: list[dict], shown: int = 3) -> str:
