@@ -62,13 +62,14 @@ def _digest_alone(entry: Entry, options: str, deadline: float) -> str:
         return f"unreadable: {exc}"
 
 
-def _warm_up():
+def _warm_up(data=None):
     """Import and warm, once here, what every grading process would otherwise import and warm for itself."""
-    from grader.grading import runner  # noqa: F401
+    from grader.grading import runner
     from grader.sandbox import child
     from grader.submissions.intake import read
 
     child.warm_up()
+    runner.prepare_tolerances(data)  # the lecture's allowed errors, once here for every grading process
     read.stub_texts()  # the released stubs, checked once here rather than in every grading process
 
 
@@ -178,7 +179,7 @@ def grade_batch(
     # the graded geometry's truth once here, for every grading process to inherit; each student's hidden geometry
     # is drawn from their own files, and the truth server (forked now, before any student's data) builds its truth
     catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data, None)
-    _warm_up()
+    _warm_up(data)
     collapse = pages.collapse_heap if len(todo) >= COLLAPSE_FROM else None  # while the first student is graded
     server = prebuild.serve()
     # the similarity check reads every file but runs no student code: it works beside the grading, in a child

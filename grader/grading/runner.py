@@ -713,6 +713,25 @@ def _mistakes_within_rounding(item: catalogue.Item, value: torch.Tensor, fx, pas
     return traps.rounding_mistakes(traps.Evidence(item.id, item.var, value, truth, fx, c))
 
 
+def prepare_tolerances(data=None) -> None:
+    """Compute, once, every allowed error a judge needs on the lecture's geometry (compare's cache).
+
+    A batch calls this in the scheduler before it forks the grading processes: every student is judged against
+    the same lecture truths, so each grading process inherits them instead of computing them again.
+    """
+    for call in catalogue.select(catalogue.EXERCISES):
+        fx = catalogue.build_fixture(call, catalogue.graded_geometry(call), data)
+        for item in call.items:
+            if item.name == "training":
+                for _, truth in fx.steps:
+                    for t in truth.values():
+                        cmp.compare(t, t, cmp.EX4_ATOL)
+            elif ("d" + item.var) in fx.truth:
+                truth = fx.truth["d" + item.var]
+                atol, noise = _tolerance(item, fx)
+                cmp.compare(truth, truth, atol, noise=noise)
+
+
 def _tolerance(item: catalogue.Item, fx) -> tuple[float, float]:
     """Return (atol, noise) for comparing an item with the truth of fx (see compare.NOISE_SLACK).
 
