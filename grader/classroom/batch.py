@@ -69,7 +69,7 @@ def _warm_up(data=None):
     from grader.submissions.intake import read
 
     child.warm_up()
-    runner.prepare_tolerances(data)  # the lecture's allowed errors, once here for every grading process
+    runner.prepare_judging(data)  # the lecture's allowed errors and trap variants, once for every grading process
     read.stub_texts()  # the released stubs, checked once here rather than in every grading process
 
 

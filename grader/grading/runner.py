@@ -713,14 +713,18 @@ def _mistakes_within_rounding(item: catalogue.Item, value: torch.Tensor, fx, pas
     return traps.rounding_mistakes(traps.Evidence(item.id, item.var, value, truth, fx, c))
 
 
-def prepare_tolerances(data=None) -> None:
-    """Compute, once, every allowed error a judge needs on the lecture's geometry (compare's cache).
+def prepare_judging(data=None) -> None:
+    """Compute, once, what judging needs on the lecture's geometry: every allowed error (compare's cache) and every
+    known-wrong variant a trap compares with (traps.VARIANT_TRAPS, the missing eps).
 
     A batch calls this in the scheduler before it forks the grading processes: every student is judged against
     the same lecture truths, so each grading process inherits them instead of computing them again.
     """
+    variants = {v for _, _, v, _ in traps.VARIANT_TRAPS} | {fixture.Variant(no_eps=True)}
     for call in catalogue.select(catalogue.EXERCISES):
         fx = catalogue.build_fixture(call, catalogue.graded_geometry(call), data)
+        for v in variants:
+            fx.variant(v)
         for item in call.items:
             if item.name == "training":
                 for _, truth in fx.steps:
