@@ -164,8 +164,9 @@ def _flagged(text: str):
         return
     fstring_parts = frozenset(id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values)
     own = _Lazy(tree)  # built only for a file whose flags it could lift
+    formats = "format" in text  # str.format, format_map, string.Formatter().vformat: what evaluates a field path
     for node in ast.walk(tree):
-        what = _what(node, fstring_parts, own)
+        what = _what(node, fstring_parts, own, formats)
         if what:
             yield node, what
 
@@ -235,7 +236,11 @@ def _quote(lines: list[str], line: int) -> str:
     return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
 
 
-def _what(node: ast.AST, fstring_parts: frozenset = frozenset(), own: _Lazy | None = None) -> str | None:
+def _what(
+    node: ast.AST, fstring_parts: frozenset = frozenset(), own: _Lazy | None = None, formats: bool = True
+) -> str | None:
+    """Return what a node reaches that a derivation never needs, or None. formats: whether the file could format a
+    string at all (a field path in a file that never formats is inert text)."""
     raw = _raw_memory(node)
     if raw:
         return f"raw memory: {raw} (C code reads any address through it)"
@@ -274,7 +279,8 @@ def _what(node: ast.AST, fstring_parts: frozenset = frozenset(), own: _Lazy | No
             return f"a string naming internals: {word[:40]!r}"
         if "._" in word and _DOTTED.fullmatch(word):  # a path to something private ("torch._C._EngineBase")
             return f"a string naming internals: {word[:40]!r}"
-        if _FIELD_PATH.search(word) and _risky_field(word):  # "{0.sys.modules[grader...]}".format(torch) is getattr
+        # "{0.sys.modules[grader...]}".format(torch) is getattr by name
+        if formats and _FIELD_PATH.search(word) and _risky_field(word):
             return f"a format string reading attributes by name: {word[:40]!r}"
         if word in TORCH_BACKDOORS or BACKWARD_KERNEL.search(word):
             return f"a string naming torch internals: {word[:40]!r}"
