@@ -222,7 +222,6 @@ def test_routes_out_of_the_exercise_are_escapes_and_nothing_honest_is_one():
         "v = np.lib.stride_tricks.as_strided(a, (1,), (0,))": "interpreter internals .stride_tricks",
         "class R:\n    @property\n    def __array_interface__(self): ...": "raw memory: __array_interface__",
         "d = {'__array_struct__': 1}": "raw memory: __array_struct__",
-        "s = '{0.sys.modules[x].y}'.format(torch)": "a format string reading attributes by name",
         "from string import Formatter": "reflection imported by name: Formatter",
         "objs = torch.sys.modules['gc'].get_objects()": "interpreter internals .get_objects",
         "match x:\n    case object(__globals__=g): pass": "attribute read by a match pattern: __globals__",
@@ -240,7 +239,22 @@ def test_routes_out_of_the_exercise_are_escapes_and_nothing_honest_is_one():
         'h.setFormatter(logging.Formatter("%(message)s"))\nfrom logging import Formatter',
     ):
         assert scan("ex2", honest + "\n") == (), honest
-    for tame in ("x = getattr(torch, name)", "import sys\nprint(sys.version)", "n = torch._C", "exec(code)"):
+    for honest in (  # a __repr__ by str.format, a dict key that is an everyday word
+        'def __repr__(self):\n    return "{0.__class__.__name__}(n={0._n})".format(self)',
+        'failures.append({"error": str(e), "traceback": tb})',
+    ):
+        assert scan("ex2", honest + "\n") == (), honest
+    main = 'def f(x):\n    return x\n\n\nif __name__ == "__main__":\n    print(f.__code__, e.__traceback__)\n'
+    assert escapes("ex2", main) == () and scan("ex2", main) == ()  # never runs when graded: neither
+    assert escapes("ex2", '__name__ = "__main__"\n' + main)  # unless the file makes it run
+    assert escapes("ex2", "g = getattr(m, n)\n" + main)  # or reflection that runs could
+    for tame in (
+        "x = getattr(torch, name)",
+        "import sys\nprint(sys.version)",
+        "n = torch._C",
+        "exec(code)",
+        "s = '{0.sys.modules[x].y}'.format(torch)",  # reads text, calls nothing; the child's wipes guard what
+    ):
         assert escapes("ex2", tame + "\n") == (), tame  # flagged for the instructor, still run
         assert scan("ex2", tame + "\n"), tame
 

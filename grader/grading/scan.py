@@ -80,6 +80,8 @@ ESCAPES = RAW_MEMORY | frozenset(
 )
 # string's Formatter is getattr by a computed name; logging's is a log line's layout
 _STRING_ONLY = frozenset({"Formatter"})
+# risky as an attribute (logging.traceback, the module), an everyday word as a string ({"traceback": ...})
+_ATTRIBUTE_ONLY = frozenset({"traceback"})
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ TRIGGER = _trigger()  # every flag below needs one of these in the text; most ho
 @functools.lru_cache(maxsize=256)
 def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     """Return the places where a source file reaches into private or interpreter internals."""
-    found = ((getattr(node, "lineno", 0), what, id(node), node) for node, what in _flagged(text))
+    found = ((getattr(node, "lineno", 0), what, id(node), node) for node, what in _running(text))
     first = heapq.nsmallest(limit, found, key=lambda f: f[:3])  # a 1 MB line of `'_',` holds 260,000 flags...
     lines = text.splitlines()
     # ... keep `limit` of them, and quote only those: a copy of that line per flag took minutes
@@ -140,10 +142,25 @@ def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
 @functools.lru_cache(maxsize=256)
 def escapes(exercise: str, text: str, limit: int = 5) -> tuple[Flag, ...]:
     """Return the first routes out of the exercise (ESCAPES) a file holds: such a file is refused, not run."""
-    found = ((getattr(node, "lineno", 0), what, id(node)) for node, what in _flagged(text) if _escape(node))
+    found = ((getattr(node, "lineno", 0), what, id(node)) for node, what in _running(text) if _escape(node))
     lines = text.splitlines()
     first = heapq.nsmallest(limit, found)
     return tuple(Flag(exercise, line, what, _quote(lines, line), True) for line, what, _ in first)
+
+
+@functools.lru_cache(maxsize=8)
+def _running(text: str) -> tuple:
+    """Return (node, what) for every flagged node of a file that can run when the grader loads it.
+
+    Code under `if __name__ == "__main__":` never runs then: a student's own test code there (a traceback, a
+    frame, a function's __code__) is neither flagged nor refused, as long as nothing else in the file is flagged
+    (reflection that runs could make the block run) and no statement assigns __name__.
+    """
+    flagged = tuple(_flagged(text))
+    main = _main_lines(_parsed(text)) if flagged else set()
+    if not main or any(getattr(node, "lineno", 0) not in main for node, _ in flagged):
+        return flagged
+    return ()
 
 
 @functools.lru_cache(maxsize=8)
@@ -182,6 +199,27 @@ def refused_message(flag: Flag, where: str) -> str:
     return REFUSED.format(where=where, what=flag.what, code=flag.code[:120])
 
 
+def _main_lines(tree: ast.Module | None) -> set[int]:
+    """Return the lines of the file's top-level `if __name__ == "__main__":` blocks (none if __name__ is assigned)."""
+    if tree is None or any(
+        isinstance(n, ast.Name) and n.id == "__name__" and not isinstance(n.ctx, ast.Load) for n in ast.walk(tree)
+    ):
+        return set()
+    lines: set[int] = set()
+    for node in tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and {ast.dump(test.left), ast.dump(test.comparators[0])}
+            == {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
+            and not node.orelse
+        ):
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return lines
+
+
 def _escape(node: ast.AST) -> bool:
     """Whether a flagged node is a route out (ESCAPES), in any of its forms."""
     if _raw_memory(node):
@@ -190,8 +228,8 @@ def _escape(node: ast.AST) -> bool:
         return node.attr in ESCAPES
     if isinstance(node, ast.Name):
         return node.id in ESCAPES
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value in ESCAPES or _FIELD_PATH.search(node.value) is not None
+    if isinstance(node, ast.Constant):  # a string reaches nothing without getattr or format, flagged on their own;
+        return False  # only a buffer-protocol name (a class made with type(...)) is one, above
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         names = [a.name for a in node.names]
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -222,12 +260,13 @@ _SEGMENT = re.compile(r"[A-Za-z_]\w*")
 def _risky_field(word: str) -> bool:
     """Whether a replacement field of a string reaches internals: a private name, the interpreter's modules, a frame.
 
-    "{d.shape[0]}" or "{0.dtype.itemsize}" in a print or a .format call reads a tensor's public attributes, which
-    anyone may; "{0.sys.modules[...]}" walks from a module to every module, which no derivation needs.
+    "{d.shape[0]}", "{0.dtype.itemsize}", "{0.__class__.__name__}" or a class's own "{self._n}" in a print or a
+    .format call read what anyone may; "{0.sys.modules[...]}" or "{0.__globals__}" walk to the interpreter's state.
     """
     for field in _FIELD.findall(word):
         for name in _SEGMENT.findall(field.split("!")[0].split(":")[0]):
-            if name.startswith("_") or name in RISKY_ATTRIBUTES or name in RISKY_MODULES or name in REFLECTIVE_CALLS:
+            dunder = _DUNDER.fullmatch(name) is not None and name not in PUBLIC_UNDERSCORED | {"__class__"}
+            if dunder or name in RISKY_ATTRIBUTES or name in RISKY_MODULES or name in REFLECTIVE_CALLS:
                 return True
     return False
 
@@ -275,7 +314,8 @@ def _what(
         word = node.value
         if word == "__main__" or id(node) in fstring_parts:  # `if __name__ == "__main__":`, f"{name}_direct"
             return None
-        if _UNDERSCORED.fullmatch(word) or word in RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | REFLECTIVE_CALLS:
+        risky = RISKY_ATTRIBUTES - _ATTRIBUTE_ONLY
+        if _UNDERSCORED.fullmatch(word) or word in risky | RISKY_NAMES | RISKY_MODULES | REFLECTIVE_CALLS:
             return f"a string naming internals: {word[:40]!r}"
         if "._" in word and _DOTTED.fullmatch(word):  # a path to something private ("torch._C._EngineBase")
             return f"a string naming internals: {word[:40]!r}"
@@ -512,7 +552,7 @@ NUMERIC = (
 _COMPLEX_NAMES = frozenset("complex complex32 complex64 complex128 cfloat cdouble chalf view_as_complex imag".split())
 
 
-_PERTURBED_CALL = re.compile(r"\w\(\s*[\w.]+\s*[+-]")  # f(x + ...: a call whose first argument is nudged
+_PERTURBED_CALL = re.compile(r"\w\([^()\n]*[\w\])]\s*[+-]\s*[\w(]")  # f(a, x + h ...: a call with a nudged argument
 _COMPLEX_TEXT = re.compile(r"\d[jJ]\b|complex|cfloat|cdouble|chalf|\bimag\b")
 _LOOP_TEXT = re.compile(r"\b(?:for|while)\b")
 
@@ -546,8 +586,8 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
                 if isinstance(node.left.op, ast.Sub):
                     divisions.append(node.left)
         function = isinstance(unit, (ast.FunctionDef, ast.AsyncFunctionDef))
-        # in a loop, f evaluated twice and differenced; without one, f(x + h*E) - f(x - h*E) over a basis E at once
-        if function and (_differenced(divisions, bound) if loops else _differenced(divisions, {}, perturbed=True)):
+        # f at one value nudged two ways, differenced and divided: in a loop (bound names too) or over a basis at once
+        if function and _differenced(divisions, bound if loops else {}, perturbed=True):
             found.append((unit.lineno, f"a finite difference in {unit.name}() (the forward pass evaluated twice)"))
     lines = text.splitlines()
     return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in sorted(found)[:limit])
