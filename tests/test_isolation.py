@@ -246,7 +246,9 @@ def test_routes_out_of_the_exercise_are_escapes_and_nothing_honest_is_one():
         assert scan("ex2", honest + "\n") == (), honest
     main = 'def f(x):\n    return x\n\n\nif __name__ == "__main__":\n    print(f.__code__, e.__traceback__)\n'
     assert escapes("ex2", main) == () and scan("ex2", main) == ()  # never runs when graded: neither
-    assert escapes("ex2", '__name__ = "__main__"\n' + main)  # unless the file makes it run
+    caught = "try:\n    raise E\nexcept E as __name__:\n    pass\n"  # an exception whose __eq__ says yes to all
+    for binds in ('__name__ = "__main__"\n', caught, "import m as __name__\n"):
+        assert escapes("ex2", binds + main), binds  # unless the file could make it run
     assert escapes("ex2", "g = getattr(m, n)\n" + main)  # or reflection that runs could
     for tame in (
         "x = getattr(torch, name)",

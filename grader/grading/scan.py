@@ -200,12 +200,13 @@ def refused_message(flag: Flag, where: str) -> str:
 
 
 def _main_lines(tree: ast.Module | None) -> set[int]:
-    """Return the lines of the file's top-level `if __name__ == "__main__":` blocks (none if __name__ is assigned)."""
-    if tree is None or any(
-        isinstance(n, ast.Name) and n.id == "__name__" and not isinstance(n.ctx, ast.Load) for n in ast.walk(tree)
-    ):
+    """Return the lines of the file's top-level `if __name__ == "__main__":` blocks: none if the name __name__
+    appears anywhere else, in any form that could bind it (an assignment, `except E as __name__`, an import alias,
+    a def, a match pattern, a global), since the block could then run."""
+    if tree is None:
         return set()
     lines: set[int] = set()
+    tests = 0
     for node in tree.body:
         test = node.test if isinstance(node, ast.If) else None
         if (
@@ -217,7 +218,31 @@ def _main_lines(tree: ast.Module | None) -> set[int]:
             and not node.orelse
         ):
             lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-    return lines
+            tests += 1
+    return lines if tests and _mentions_of_name(tree) == tests else set()
+
+
+def _mentions_of_name(tree: ast.AST) -> int:
+    """Count the places a file names the module global __name__ (an attribute's .__name__ is another thing)."""
+    count = 0
+    for n in ast.walk(tree):
+        names: list = []
+        if isinstance(n, ast.Name):
+            names = [n.id]
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)):
+            names = [n.name]
+        elif isinstance(n, ast.alias):
+            names = [n.name, n.asname]
+        elif isinstance(n, ast.arg):
+            names = [n.arg]
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)):
+            names = [n.name]
+        elif isinstance(n, ast.MatchMapping):
+            names = [n.rest]
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            names = list(n.names)
+        count += sum(1 for name in names if name == "__name__")
+    return count
 
 
 def _escape(node: ast.AST) -> bool:
