@@ -588,7 +588,7 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     if not complex_text and not ("/" in text and (_LOOP_TEXT.search(text) or _PERTURBED_CALL.search(text))):
         return ()  # most files: no parse at all
     try:
-        trees = [bounded.parse(text)] if complex_text else _looping_blocks(text)
+        trees = [bounded.parse(text)] if complex_text else _candidate_blocks(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     found = []
@@ -612,7 +612,7 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
                     divisions.append(node.left)
         function = isinstance(unit, (ast.FunctionDef, ast.AsyncFunctionDef))
         # f at one value nudged two ways, differenced and divided: in a loop (bound names too) or over a basis at once
-        if function and _differenced(divisions, bound if loops else {}, perturbed=True):
+        if function and _differenced(divisions, bound if loops else {}):
             found.append((unit.lineno, f"a finite difference in {unit.name}() (the forward pass evaluated twice)"))
     lines = text.splitlines()
     return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in sorted(found)[:limit])
@@ -621,12 +621,13 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
 _BLOCK_START = re.compile(r"(?:async\s+def|def|class)\b")
 
 
-def _looping_blocks(text: str) -> list[ast.Module]:
-    """Return the parsed top-level functions and classes that hold both a loop and a division, at their own lines.
+def _candidate_blocks(text: str) -> list[ast.Module]:
+    """Return the parsed top-level functions and classes that hold a division and either a loop or a call with a
+    nudged argument (f(x + h ...), at their own lines.
 
-    Only such a function can difference the forward pass in a loop: the rest of the file is not parsed (a file
-    of 26 functions, most without a loop, took ~5 ms). A block that does not parse alone (a string running into
-    column 0) falls back to the whole file.
+    Only such a function can difference the forward pass: the rest of the file is not parsed (a file of 26
+    functions took ~5 ms). A block that does not parse alone (a string running into column 0) falls back to the
+    whole file.
     """
     lines = text.splitlines(keepends=True)
     starts = [k for k, line in enumerate(lines) if _BLOCK_START.match(line)]
@@ -663,10 +664,10 @@ def _complex(node: ast.AST) -> str | None:
     return None
 
 
-def _differenced(divisions: list[ast.BinOp], bound: dict[str, ast.Call], perturbed: bool = False) -> bool:
-    """Tell whether one of these differences is of two calls of one function on different arguments:
-    (f(x + h) - f(x - h)) / (2 * h). A difference of two different functions (softmax - one_hot) is no such thing.
-    perturbed: also require an argument nudged from the same value, x + d against x - d (or x itself)."""
+def _differenced(divisions: list[ast.BinOp], bound: dict[str, ast.Call]) -> bool:
+    """Tell whether one of these differences is of two calls of one function at one value nudged two ways:
+    (f(x + h) - f(x - h)) / (2 * h), or f(x + h) against f(x). A difference of two different functions
+    (softmax - one_hot), or of one function at two unrelated values (norm(mine) - norm(ref)), is no such thing."""
 
     def call(e: ast.AST) -> ast.Call | None:
         return e if isinstance(e, ast.Call) else bound.get(e.id) if isinstance(e, ast.Name) else None
@@ -674,7 +675,7 @@ def _differenced(divisions: list[ast.BinOp], bound: dict[str, ast.Call], perturb
     for diff in divisions:
         a, b = call(diff.left), call(diff.right)
         if a is not None and b is not None and ast.dump(a.func) == ast.dump(b.func) and ast.dump(a) != ast.dump(b):
-            if not perturbed or any(_nudged(x, y) for x, y in zip(a.args, b.args, strict=False)):
+            if any(_nudged(x, y) for x, y in zip(a.args, b.args, strict=False)):
                 return True
     return False
 

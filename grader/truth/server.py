@@ -240,28 +240,26 @@ def _send(fd: int, fixtures: list) -> None:
 
 def _write_all(fd: int, views: list[memoryview]) -> None:
     """Write every view in order, up to _IOV_MAX per system call (writev), however much each call takes."""
+    _vectored(fd, views, os.writev)
+
+
+def _read_all(fd: int, views: list[memoryview]) -> None:
+    """Fill every view in order from fd, up to _IOV_MAX per system call (readv); EOFError if it ends first."""
+    _vectored(fd, views, os.readv)
+
+
+def _vectored(fd: int, views: list[memoryview], call) -> None:
+    """Move every view's bytes with call (os.writev or os.readv), resuming where each call stopped."""
     k = 0
     while k < len(views):
-        done = os.writev(fd, views[k : k + _IOV_MAX])
+        done = call(fd, views[k : k + _IOV_MAX])
+        if not done:
+            raise EOFError
         while k < len(views) and done >= len(views[k]):
             done -= len(views[k])
             k += 1
         if done:
             views[k] = views[k][done:]
-
-
-def _read_all(fd: int, views: list[memoryview]) -> None:
-    """Fill every view in order from fd, up to _IOV_MAX per system call (readv); EOFError if it ends first."""
-    k = 0
-    while k < len(views):
-        got = os.readv(fd, views[k : k + _IOV_MAX])
-        if not got:
-            raise EOFError
-        while k < len(views) and got >= len(views[k]):
-            got -= len(views[k])
-            k += 1
-        if got:
-            views[k] = views[k][got:]
 
 
 def _read_exact(fd: int, n: int) -> bytes:
