@@ -15,7 +15,7 @@ import torch
 
 from grader.grading import compare as cmp
 from grader.grading import texts
-from grader.spec.policy import LEVELS
+from grader.spec.policy import LEVELS, levels_down
 from grader.truth.corpus import ITOS
 from grader.truth.fixture import EX1_ORDER, Fixture, Variant
 
@@ -35,7 +35,7 @@ def pick(text, level: str) -> str:
         return text.at(level)
     if not isinstance(text, dict):
         return "" if text is None else str(text)
-    for lv in reversed(LEVELS[: LEVELS.index(level) + 1]):
+    for lv in levels_down(level):
         if lv in text:
             return text[lv]
     return ""

@@ -44,6 +44,13 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 FILENAME = "course.toml"
 LEVELS = ("diagnose", "hint", "full")
+
+
+def levels_down(level: str) -> tuple[str, ...]:
+    """Return a message level and those below it, highest first: where a text missing at a level is looked for."""
+    return tuple(reversed(LEVELS[: LEVELS.index(level) + 1]))
+
+
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_LEVEL = "diagnose"
 MIN_SECRET_CHARS = 12

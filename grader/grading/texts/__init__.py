@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.sandbox import forget
-from grader.spec.policy import LEVELS
+from grader.spec.policy import LEVELS, levels_down
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,7 +48,7 @@ class Catalogue:
     def text(self, key: str, level: str) -> str:
         """Return the text of a key at a level, else the next lower level's; '' if no level up to it has one."""
         tables = self._levels()
-        for lv in reversed(LEVELS[: LEVELS.index(level) + 1]):
+        for lv in levels_down(level):
             if key in tables.get(lv, {}):
                 return tables[lv][key]
         return ""
