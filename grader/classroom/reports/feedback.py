@@ -16,6 +16,7 @@ rendered file shows the text as written and nothing else.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -72,7 +73,12 @@ def _escape(text: str) -> str:
 
 def md(text: str) -> str:
     """Return text as Markdown that renders it as written: code spans kept, other punctuation escaped."""
-    text = visible(shown(str(text)))
+    return _md(str(text))
+
+
+@functools.lru_cache(maxsize=4096)  # a class's files say the same messages, item ids and statuses again and again
+def _md(text: str) -> str:
+    text = visible(shown(text))
     out, pos = [], 0
     for m in _CODE.finditer(text):
         out.append(_escape(text[pos : m.start()]))
@@ -92,7 +98,12 @@ def _lead(m: re.Match) -> str:
 
 def code(text: str) -> str:
     """Return text as one Markdown code span (a name: a student's key, an item id), shown exactly as written."""
-    text = visible(shown(str(text))).replace("\n", " ").replace("|", "\\|")  # a table cell ends at any |
+    return _code(str(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _code(text: str) -> str:
+    text = visible(shown(text)).replace("\n", " ").replace("|", "\\|")  # a table cell ends at any |
     fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
@@ -206,9 +217,14 @@ def write_feedback(out: Path, students: dict[str, dict]) -> list[str]:
     folder = out / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     names = {student: file_name(student) for student in sorted(students)}
+    kept = set(names.values())
     for stale in sorted(folder.glob("*.md")):
-        if stale.name not in set(names.values()):
+        if stale.name not in kept:
             stale.unlink()
-    for student, name in names.items():
-        (folder / name).write_text(feedback(student, students[student]), encoding="utf-8")
+    try:
+        for student, name in names.items():
+            (folder / name).write_text(feedback(student, students[student]), encoding="utf-8")
+    finally:  # what the students' files said is held no longer than it takes to write them
+        _md.cache_clear()
+        _code.cache_clear()
     return sorted(names.values())

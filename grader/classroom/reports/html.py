@@ -127,8 +127,12 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
 """
 
 
+_SPECIAL = re.compile("[&<>\"']")  # what html.escape replaces: most texts of a report hold none
+
+
 def _e(text) -> str:
-    return html.escape(str(text), quote=True)
+    text = str(text)
+    return html.escape(text, quote=True) if _SPECIAL.search(text) else text
 
 
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|\Z)")  # a line as Python counts them, as similarity.py numbers them
@@ -451,22 +455,35 @@ def _marks(r: dict, code: Shown) -> dict[int, list[str]]:
     return marks
 
 
-def _code(anchor: str, code: Shown, marks: dict[int, list[str]]) -> str:
-    """Return a graded exercise's code as a numbered <pre> (a notebook's lines numbered by cell), marks shown."""
-    rows = []
-    for k, m in enumerate(_LINE.finditer(code.text), 1):
-        if not m.group(0):
-            break
-        where = code.line_map[k - 1] if k <= len(code.line_map) else ""
-        attrs = f' data-n="{k}"' + (f' data-where="{_e(where)}"' if code.line_map else "")
-        if k in marks:
-            said = list(dict.fromkeys(marks[k]))  # a whole file's error names its line once per item: a few suffice
-            why = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
-            attrs = f' class="ln hl" id="{anchor}-{_e(code.exercise)}-L{k}" title="{_e(why)}"{attrs}'
-        else:
-            attrs = f' class="ln"{attrs}'
-        rows.append(f"<span{attrs}>{_e(m.group(1))}</span>\n")
-    return f'<pre class="code{" nb" if code.line_map else ""}">{"".join(rows)}</pre>'
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _lines(text: str) -> list[str]:
+    """Return text's lines as _LINE finds them (as Python counts them), without their ends."""
+    lines = _LINE_END.split(text)
+    if lines[-1] == "":  # the text ends with a line end (or is empty): no line after it
+        lines.pop()
+    return lines
+
+
+def _code(anchor: str, code: Shown, marks: dict[int, list[str]]) -> tuple[str, int]:
+    """Return a graded exercise's code as a numbered <pre> (a notebook's lines numbered by cell), marks shown, and
+    how many lines it has."""
+    # escaped whole (escaping adds no line end and removes none): one escape per file rather than one per line
+    lines = _lines(_e(code.text))
+    if code.line_map:
+        where = [_e(w) for w in code.line_map[: len(lines)]] + [""] * (len(lines) - len(code.line_map))
+        attrs = [f' class="ln" data-n="{k}" data-where="{w}"' for k, w in enumerate(where, 1)]
+    else:
+        where = []
+        attrs = [f' class="ln" data-n="{k}"' for k in range(1, len(lines) + 1)]
+    for k in [k for k in range(1, len(lines) + 1) if k in marks] if marks else ():
+        said = list(dict.fromkeys(marks[k]))  # a whole file's error names its line once per item: a few suffice
+        why = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
+        more = f' data-where="{where[k - 1]}"' if code.line_map else ""
+        attrs[k - 1] = f' class="ln hl" id="{anchor}-{_e(code.exercise)}-L{k}" title="{_e(why)}" data-n="{k}"{more}'
+    rows = "".join([f"<span{a}>{line}</span>\n" for a, line in zip(attrs, lines, strict=True)])
+    return f'<pre class="code{" nb" if code.line_map else ""}">{rows}</pre>', len(lines)
 
 
 def _sources(r: dict, anchor: str = "", code: StudentCode | None = None, note: str = "") -> str:
@@ -485,7 +502,7 @@ def _sources(r: dict, anchor: str = "", code: StudentCode | None = None, note: s
             parts.append(f"<li>{head}{why}</li>")
             continue
         marks = _marks(r, c)
-        lines = sum(1 for m in _LINE.finditer(c.text) if m.group(0))
+        pre, lines = _code(anchor, c, marks)
         said = [f"{lines} line{'s' if lines != 1 else ''}"] + ([f"{len(marks)} marked"] if marks else [])
         cut = (
             f'<p class="code-note truncated">(truncated: {c.truncated} more line{"s" if c.truncated != 1 else ""} not '
@@ -496,7 +513,7 @@ def _sources(r: dict, anchor: str = "", code: StudentCode | None = None, note: s
         )
         parts.append(
             f'<li><details class="source" id="{anchor}-{_e(ex)}" data-exercise="{_e(ex)}"><summary>{head} '
-            f'<span class="code-note">({", ".join(said)})</span></summary>{_code(anchor, c, marks)}{cut}</details></li>'
+            f'<span class="code-note">({", ".join(said)})</span></summary>{pre}{cut}</details></li>'
         )
     if code is None:
         why = note or "only their names are shown: this report was written without the graded code"

@@ -83,10 +83,11 @@ def graded_sources(entries, digests: dict[str, str] | None = None, options: str 
     for e in entries:
         try:
             with deadline.overall(READ_SECONDS):
-                if digests is not None and e.student in digests and e.digest(options) != digests[e.student]:
+                gathered = e.gather()  # read once: the files checked against the digest are the files shown
+                if digests is not None and e.student in digests and e.digest(options, gathered) != digests[e.student]:
                     out[e.student] = StudentCode(note=CHANGED)
                     continue
-                out[e.student] = StudentCode(shown(read_entry(e).sources))
+                out[e.student] = StudentCode(shown(read_entry(e, gathered).sources))
         except (Exception, deadline.GradingTooLong) as exc:  # noqa: BLE001 - one student, never the report
             out[e.student] = StudentCode(note=UNREAD.format(why=f"{type(exc).__name__}: {exc}"[:200]))
     return out

@@ -84,8 +84,10 @@ class Entry:
             return gather_files([(p.name, p) for p in self.paths])
         return gather_files([(self.paths[0].name, self.paths[0])])
 
-    def digest(self, options: str) -> str:
-        """Return a hash of everything intake reads from this entry and of the grading options, for --resume."""
+    def digest(self, options: str, gathered: Gathered | None = None) -> str:
+        """Return a hash of everything intake reads from this entry and of the grading options, for --resume.
+
+        gathered: what self.gather() returned, to hash the files read once for something else too (read_entry)."""
 
         def utf8(text: str) -> bytes:
             return text.encode("utf-8", "surrogatepass")  # a member name may hold bytes that are not UTF-8
@@ -95,7 +97,7 @@ class Entry:
         if more != ("local", (), (), None, ""):  # a folder's digest reads as before these were known
             said += f"|{more}"
         h = hashlib.sha256(utf8(f"{FORMAT_VERSION}|{options}|{said}"))
-        g = self.gather()
+        g = self.gather() if gathered is None else gathered
         for note in g.notes:
             h.update(b"note\0" + utf8(note) + b"\0")
         for f in g.files:
@@ -140,9 +142,21 @@ def _safe_id(text: str, fallback: str) -> str:
     return fallback if cleaned in ("", ".", "..") else cleaned
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def shown(name: str) -> str:
-    """Return a name with the bytes a file name may hold that are not UTF-8 (lone surrogates) shown as U+FFFD."""
-    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in name)
+    """Return a name with the bytes a file name may hold that are not UTF-8 (lone surrogates) shown as U+FFFD.
+
+    Also run on whole pages (report.html: megabytes), so the common case costs no loop in Python: a text UTF-8 can
+    encode holds no surrogate and is returned as it is."""
+    if name.isascii():
+        return name
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", name)
+    return name
 
 
 @functools.cache
@@ -601,11 +615,13 @@ def _contested(e: Entry, sid: str, note: str) -> Entry:
     return dataclasses.replace(e, identity=tuple(sorted(ident.items())), notes=(*e.notes, note), flags=flags)
 
 
-def read_entry(entry: Entry) -> IntakeSubmission:
-    """Read one student's entry into a Submission; anything wrong with the files ends in its notes, never raises."""
+def read_entry(entry: Entry, gathered: Gathered | None = None) -> IntakeSubmission:
+    """Read one student's entry into a Submission; anything wrong with the files ends in its notes, never raises.
+
+    gathered: what entry.gather() returned (read once, for its digest too); None to gather it here."""
     return choose(
         entry.student,
-        entry.gather(),
+        entry.gather() if gathered is None else gathered,
         dict(entry.identity),
         entry.notes,
         flags=entry.flags,

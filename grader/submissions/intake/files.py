@@ -28,7 +28,7 @@ def human(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
-def read_regular(path: Path, limit: int) -> bytes:
+def read_regular(path: Path | str, limit: int) -> bytes:
     """Return a regular file's bytes (at most `limit`); raise Unreadable for anything else, without blocking."""
     try:
         fd = os.open(path, _OPEN_FLAGS)

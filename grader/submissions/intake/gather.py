@@ -194,8 +194,7 @@ class Gathered:
             if not de.is_file(follow_symlinks=False):
                 self.notes.append(msg.SKIPPED_SPECIAL.format(name=name))
                 continue
-            path = Path(de.path)
-            self.add(name, depth, lambda limit, p=path: read_regular(p, limit), 0)
+            self.add(name, depth, lambda limit, p=de.path: read_regular(p, limit), 0)
 
     # -- archives, from bytes already read
 

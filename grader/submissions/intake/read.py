@@ -45,8 +45,14 @@ class IntakeSubmission(Submission):
         }
 
 
-def _normal(text: str) -> str:
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+def _normal(text: str, seen: dict[str, str] | None = None) -> str:
+    """Return text with its line ends, trailing blanks and surrounding blank lines made uniform (seen: a cache)."""
+    if seen is not None and text in seen:
+        return seen[text]
+    out = "\n".join([line.rstrip() for line in text.strip().splitlines()])
+    if seen is not None:
+        seen[text] = out
+    return out
 
 
 def _stubs() -> dict[str, str]:
@@ -150,8 +156,10 @@ def choose(
     stubs = stub_texts()
     notebooks = [f for f in gathered.files if is_notebook(f.name.rsplit("/", 1)[-1])]
     stub_only: dict[str, list] = {}  # exercise -> its stub files, when a notebook may still give it
+    exercises = [exercise_of(f.name.rsplit("/", 1)[-1]) for f in gathered.files]  # once per file, not per exercise
+    normal: dict[str, str] = {}  # text -> _normal(text): each text normalised once
     for ex in catalogue.EXERCISES:
-        cands = [f for f in gathered.files if exercise_of(f.name.rsplit("/", 1)[-1]) == ex]
+        cands = [f for f, of in zip(gathered.files, exercises, strict=True) if of == ex]
         if not cands:
             continue
         readable, errors = [], []
@@ -168,7 +176,7 @@ def choose(
             sub.notes += errors
             sub.flags.append("unreadable")
             continue
-        is_stub = [stubs.get(ex) == _normal(t) or _only_stubs(t) for _, t in readable]
+        is_stub = [stubs.get(ex) == _normal(t, normal) or _only_stubs(t) for _, t in readable]
         if all(is_stub) and notebooks:  # the released bundle, zipped whole: its notebook may hold the work
             stub_only[ex] = readable
             sub.notes += errors
@@ -185,13 +193,13 @@ def choose(
         elif all(is_stub):
             sub.notes.append(msg.STUB_ONLY.format(exercise=ex, label=chosen.name))
             sub.flags.append("stub")
-        same = _normal(text)  # a copy that differs in trailing blanks or the last newline is the same copy
-        dups = [f.name for f, t in pool[1:] if _normal(t) == same]
+        same = _normal(text, normal)  # a copy that differs in trailing blanks or the last newline is the same copy
+        dups = [f.name for f, t in pool[1:] if _normal(t, normal) == same]
         if dups:
             sub.notes.append(msg.DUPLICATES_IGNORED.format(exercise=ex, labels=", ".join(dups)))
-        others = [f.name for f, t in pool[1:] if _normal(t) != same]
+        others = [f.name for f, t in pool[1:] if _normal(t, normal) != same]
         if others:
-            count = len({_normal(t) for _, t in pool})
+            count = len({_normal(t, normal) for _, t in pool})
             sub.notes.append(
                 msg.AMBIGUOUS.format(exercise=ex, count=count, label=chosen.name, others=", ".join(others))
             )
