@@ -150,7 +150,9 @@ def test_the_class_totals_give_every_pairs_own_score(klass):
 def test_copydetect_is_imported_without_matplotlib_which_still_imports_after():
     code = (
         "import sys; import grader.classroom.reports.similarity as s; assert 'matplotlib' not in sys.modules; "
-        "s._copydetect.CodeFingerprint; import matplotlib.pyplot as plt; assert callable(plt.plot); print('ok')"
+        "assert 'jinja2' not in sys.modules; s._copydetect.CodeFingerprint; import matplotlib.pyplot as plt; "
+        "assert callable(plt.plot); import jinja2; assert jinja2.Template('{{ x }}').render(x=1) == '1'; "
+        "assert s._copydetect.detector.Template('{{ x }}').render(x=2) == '2'; print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr

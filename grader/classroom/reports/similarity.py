@@ -14,6 +14,15 @@ kept (window 1), so the result does not depend on Python's per-process string ha
 One student's share of the work is bounded: their files are capped in characters and tokens, per function and in
 all, before anything is tokenised, and in time. A student past a bound is left out of the comparison, with the
 reason (Similarity.not_compared); the rest of the class is compared all the same.
+
+Cost (issue #22; bench/similarity_cost.py times it and checks the result against a saved one). A class writes the
+same functions many times over, so each piece of work is done once per distinct input: a file is read once per
+text, a function's tokens counted and its fingerprint made (by copydetect) once per normalised text, the common
+fingerprints counted once per text, weighted by how many students wrote it, and the comparison made once per pair
+of distinct texts of a function (_shares, which gives overlap's numbers; tests/test_similarity_equivalence.py
+pins that), the pairs of students then gathering their texts' numbers. A function's lines are mapped back to the
+student's only when a pair shows it, and for it alone. Python's cyclic garbage collector is off while a class is
+compared (compare_class).
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import gc
 import io
 import itertools
 import math
@@ -37,13 +47,23 @@ from grader.classroom import deadline
 from grader.submissions.intake.read import STUBS
 
 
+def _jinja_template(*args, **kwargs):
+    """jinja2.Template, imported when first called: copydetect's HTML report would call it, the grader never does."""
+    from jinja2 import Template
+
+    return Template(*args, **kwargs)
+
+
 def _import_copydetect():
-    """Import copydetect without the matplotlib it loads for HTML reports the grader never makes (~0.3 s)."""
-    stubs = [name for name in ("matplotlib", "matplotlib.pyplot") if name not in sys.modules]
+    """Import copydetect without the matplotlib (~0.3 s) and jinja2 (~0.1 s) it loads for HTML reports the grader
+    never makes."""
+    stubs = [name for name in ("matplotlib", "matplotlib.pyplot", "jinja2") if name not in sys.modules]
     for name in stubs:
         sys.modules[name] = types.ModuleType(name)
-    if stubs:
+    if "matplotlib" in stubs and "matplotlib.pyplot" in stubs:
         sys.modules["matplotlib"].pyplot = sys.modules["matplotlib.pyplot"]
+    if "jinja2" in stubs:
+        sys.modules["jinja2"].Template = _jinja_template
     try:
         import copydetect
         import copydetect.utils
@@ -349,21 +369,31 @@ def _inline(graded: frozenset, tree: ast.Module) -> dict[str, list]:
     return inlined
 
 
-def _depth(tree: ast.AST, limit: int) -> int:
-    """Return how deep the tree nests, counting no further than limit + 1."""
+def _depth(tree: ast.AST, limit: int, docstrings: bool = False) -> int:
+    """Return how deep the tree nests, counting no further than limit + 1.
+
+    docstrings: and, on the way, mark the lines of each function's docstring, which the report does not show.
+    """
+    node_type, context, functions = ast.AST, ast.expr_context, (ast.FunctionDef, ast.AsyncFunctionDef)
     deepest, todo = 0, [(tree, 0)]
+    pop, push = todo.pop, todo.append
     while todo:
-        node, d = todo.pop()
+        node, d = pop()
         if d > deepest:
             deepest = d
             if d > limit:
                 break
+        if docstrings and isinstance(node, functions) and ast.get_docstring(node, clean=False) is not None:
+            node._grader_doc = range(node.body[0].lineno, node.body[0].end_lineno + 1)
+        d += 1
         for name in node._fields:
             value = getattr(node, name, None)
             if isinstance(value, list):
-                todo.extend((v, d + 1) for v in value if isinstance(v, ast.AST))
-            elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
-                todo.append((value, d + 1))
+                for v in value:
+                    if isinstance(v, node_type):
+                        push((v, d))
+            elif isinstance(value, node_type) and not isinstance(value, context):
+                push((value, d))
     return deepest
 
 
@@ -381,30 +411,39 @@ def _shown(lines: list[str], fn: ast.AST) -> list[int]:
     return [i for i in range(first, fn.end_lineno + 1) if i not in doc]
 
 
-def _chunk(fn: ast.AST, helpers: list, lines: list[str], mapped: bool) -> Chunk:
-    """Return one normalised function, its helpers inlined, with the student's lines (mapped: line by line)."""
+def _chunk(fn: ast.AST, helpers: list, lines: list[str], mapped: bool, code: str | None = None) -> Chunk:
+    """Return one normalised function, its helpers inlined, with the student's lines (mapped: line by line).
+
+    code: the function as unparsed already (a chunk's code, when line_map maps its lines).
+    """
     shown_at: list[int] = []
     for k, part in enumerate([fn, *helpers]):
         shown_at += ([0] if k else []) + _shown(lines, part)  # 0: the blank line between two defs
     shown = "".join(lines[i - 1] if i else "\n" for i in shown_at)
-    code = ast.unparse(fn) + "\n"
+    code = ast.unparse(fn) + "\n" if code is None else code
     if not mapped:
         return Chunk(code, shown)
     where = {line: k for k, line in enumerate(shown_at, 1) if line}
     mapping: dict[int, tuple[int, ...]] = {}
-    try:
-        again = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.stmt)]
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        again = []
+    again = _statements(code)
     ours = [n for n in ast.walk(fn) if isinstance(n, ast.stmt)]
     if len(again) == len(ours):
-        for u, o in zip(again, ours, strict=True):
-            if type(u) is not type(o) or not hasattr(o, "lineno"):
+        for (kind, own), o in zip(again, ours, strict=True):
+            if kind is not type(o) or not hasattr(o, "lineno"):
                 continue
             to = tuple(where[i] for i in _own_lines(o) if i in where)
-            for line in _own_lines(u):
+            for line in own:
                 mapping[line] = tuple(sorted(set(mapping.get(line, ()) + to)))
     return Chunk(code, shown, mapping)
+
+
+@functools.lru_cache(maxsize=256)
+def _statements(code: str) -> tuple[tuple[type, range], ...]:
+    """Return the statements of a function's code as parsed again, in ast.walk's order: type and own lines."""
+    try:
+        return tuple((type(n), _own_lines(n)) for n in ast.walk(ast.parse(code)) if isinstance(n, ast.stmt))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
 
 
 def _lines(text: str) -> list[str]:
@@ -429,42 +468,49 @@ def _whole(text: str) -> Chunk:
 
 def file_chunks(exercise: str, text: str, graded: frozenset = frozenset(), mapped: bool = False) -> dict[str, Chunk]:
     """Return {'ex1.dC': Chunk} for one file, normalised; unparsable code is one chunk; raise Dropped if hostile."""
+    read = _read(exercise, text, graded)
+    if isinstance(read, dict):
+        return read
+    out = {}
+    for fn, helpers, lines in read:
+        name = f"{exercise}.{fn.name}"
+        out[name] = _chunk(fn, helpers, lines, mapped)
+        out[name].origin = (exercise, text, graded, name)
+    return out
+
+
+def _read(exercise: str, text: str, graded: frozenset) -> list[tuple] | dict[str, Chunk]:
+    """Return a file's top-level functions, normalised, in order, each with the helpers inlined into it and the
+    file's lines; or the chunks of an unparsable file; raise Dropped if hostile."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return {f"{exercise}.<file>": _whole(text)} if text.strip() else {}
     except (RecursionError, MemoryError):
         raise Dropped(f"{exercise}: code nested too deeply to read") from None
-    depth = _depth(tree, MAX_DEPTH)
+    depth = _depth(tree, MAX_DEPTH, docstrings=True)
     if depth > MAX_DEPTH:
         raise Dropped(f"{exercise}: code nested more than {MAX_DEPTH} levels deep") from None
-    for fn in ast.walk(tree):  # the docstring's lines, which the report does not show
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(fn, clean=False) is not None:
-            fn._grader_doc = range(fn.body[0].lineno, fn.body[0].end_lineno + 1)
     tree.body = _flatten(tree.body)
     inlined = _inline(graded, tree)
     lines = [line if line.endswith(("\n", "\r")) else line + "\n" for line in _lines(text)]
-    out = {}
-    for fn in tree.body:
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            name = f"{exercise}.{fn.name}"
-            out[name] = _chunk(fn, inlined.get(fn.name, []), lines, mapped)
-            out[name].origin = (exercise, text, graded, name)
-    return out
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    return [(fn, inlined.get(fn.name, []), lines) for fn in tree.body if isinstance(fn, functions)]
 
 
 def line_map(chunk: Chunk) -> dict[int, tuple[int, ...]]:
-    """Return, per line of a chunk's code, the lines of its shown text it came from."""
+    """Return, per line of a chunk's code, the lines of its shown text it came from (file_chunks' mapped=True)."""
     if chunk.lines is None:
         exercise, text, graded, name = chunk.origin
-        chunk.lines = _mapped(exercise, text, graded)[name].lines
+        fn, helpers, lines = _functions_read(exercise, text, graded)[name]
+        chunk.lines = _chunk(fn, helpers, lines, True, chunk.code).lines
     return chunk.lines
 
 
-@functools.lru_cache(maxsize=8)
-def _mapped(exercise: str, text: str, graded: frozenset) -> dict[str, Chunk]:
-    """Return file_chunks with every line mapped, for the few files whose functions a pair shows."""
-    return file_chunks(exercise, text, graded, mapped=True)
+@functools.lru_cache(maxsize=32)
+def _functions_read(exercise: str, text: str, graded: frozenset) -> dict[str, tuple]:
+    """Return _read's functions by name (the last of a name, as file_chunks keeps), for the files a pair shows."""
+    return {f"{exercise}.{fn.name}": (fn, helpers, lines) for fn, helpers, lines in _read(exercise, text, graded)}
 
 
 def functions(exercise: str, text: str) -> dict[str, str]:
@@ -483,12 +529,13 @@ def student_chunks(files: dict[str, str], memo: dict | None = None) -> dict[str,
     if size > MAX_CHARS:
         raise Dropped(f"its exercise files hold {size:,} characters, more than the {MAX_CHARS:,} the check reads")
     chunks: dict[str, Chunk] = {}
+    tokens = memo.setdefault("tokens", {})  # function text -> its tokens, counted once
     for ex, text in sorted(files.items()):
         if (ex, text) not in memo:
             try:
                 memo[ex, text] = file_chunks(ex, text, graded.get(ex, frozenset()))
             except Dropped as why:
-                memo[ex, text] = why
+                memo[ex, text] = Dropped(str(why))  # without its traceback, which holds this frame and memo
         if isinstance(memo[ex, text], Dropped):  # memo: a class hands in many identical files
             raise Dropped(str(memo[ex, text]))
         chunks.update(memo[ex, text])
@@ -498,10 +545,12 @@ def student_chunks(files: dict[str, str], memo: dict | None = None) -> dict[str,
     for name, chunk in sorted(chunks.items()):
         if len(chunk.code) > MAX_FUNCTION_CHARS:
             raise Dropped(f"{name} has {len(chunk.code):,} characters, more than the {MAX_FUNCTION_CHARS:,} compared")
-        tokens = sum(1 for _ in _TOKEN.finditer(chunk.code))
-        if tokens > MAX_FUNCTION_TOKENS:
-            raise Dropped(f"{name} has {tokens:,} tokens, more than the {MAX_FUNCTION_TOKENS:,} compared")
-        total += tokens
+        count = tokens.get(chunk.code)
+        if count is None:
+            count = tokens[chunk.code] = len(_TOKEN.findall(chunk.code))
+        if count > MAX_FUNCTION_TOKENS:
+            raise Dropped(f"{name} has {count:,} tokens, more than the {MAX_FUNCTION_TOKENS:,} compared")
+        total += count
     if total > MAX_TOKENS:
         raise Dropped(f"its functions hold {total:,} tokens, more than the {MAX_TOKENS:,} compared per student")
     return chunks
@@ -511,6 +560,7 @@ def student_chunks(files: dict[str, str], memo: dict | None = None) -> dict[str,
 
 
 def _fingerprint(code: str) -> CodeFingerprint:
+    """Return copydetect's fingerprint of one function's code: every k-gram of K characters (window 1)."""
     return CodeFingerprint("submission.py", K, 1, fp=io.StringIO(code), language="python")
 
 
@@ -613,15 +663,19 @@ def fingerprint_class(sources: dict[str, dict[str, str]], base=()) -> tuple[dict
             chunks[s], prints[s] = _student(sources[s], stub, base_set, by_text, memo)
         except Dropped as why:
             dropped[s] = str(why)
-    frequency: dict[str, dict[int, int]] = {}
+    holders: dict[tuple[str, int], int] = {}  # (function, its text's fingerprint) -> how many students wrote it
     for s in prints:
         for name, fp in prints[s].items():
-            counts = frequency.setdefault(name, {})
-            for h in fp.hashes:
-                counts[h] = counts.get(h, 0) + 1
-    common_at = max(COMMON_MIN, math.ceil(COMMON_SHARE * len(prints)))
+            holders[name, id(fp)] = holders.get((name, id(fp)), 0) + 1
+    frequency: dict[str, dict[int, int]] = {}  # function -> fingerprint -> how many students have it
     for (name, _), fp in by_text.items():
-        _drop(fp, {h for h, c in frequency[name].items() if c >= common_at})
+        counts, times = frequency.setdefault(name, {}), holders[name, id(fp)]
+        for h in fp.hashes:
+            counts[h] = counts.get(h, 0) + times
+    common_at = max(COMMON_MIN, math.ceil(COMMON_SHARE * len(prints)))
+    common = {name: {h for h, c in counts.items() if c >= common_at} for name, counts in frequency.items()}
+    for (name, _), fp in by_text.items():
+        _drop(fp, common[name])
     return chunks, prints, dropped
 
 
@@ -630,9 +684,22 @@ def compare_class(sources: dict[str, dict[str, str]], base=()) -> Similarity:
 
     base: the course's base files (.py or .ipynb, course.toml's [similarity] base), whose code is never evidence.
     """
+    # Python's cyclic garbage collector is off meanwhile: the parse trees, tokens and fingerprints made and dropped
+    # here hold no cycles, yet set it off every 700 objects to walk what is alive (a third of the time, and in
+    # grade batch's child, the scheduler's objects too, page by page)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _compare_class(sources, base)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _compare_class(sources: dict[str, dict[str, str]], base) -> Similarity:
     chunks, prints, dropped = fingerprint_class(sources, base)
     students = sorted(prints)
-    memo: dict = {}  # and compare each pair of distinct texts once
+    memo: dict = {}  # compare each pair of distinct texts once
 
     def compare(x, y):
         key = (id(x), id(y))
@@ -640,7 +707,7 @@ def compare_class(sources: dict[str, dict[str, str]], base=()) -> Similarity:
             memo[key] = overlap(x, y)
         return memo[key]
 
-    shared, covered = _totals(students, prints, compare)
+    shared, covered = _totals(students, prints)
     n = len(students)
     upper = np.triu(np.ones((n, n), dtype=bool), 1)
     ratio = np.divide(shared, covered, out=np.zeros((n, n)), where=covered > 0)
@@ -683,45 +750,88 @@ def _comparable(low, high):
     return np.where(low >= MIN_FUNCTION, low, np.where(high >= MIN_FUNCTION, high, 0))
 
 
-def _totals(students: list[str], prints: dict, compare) -> tuple[np.ndarray, np.ndarray]:
+def _totals(students: list[str], prints: dict) -> tuple[np.ndarray, np.ndarray]:
     """Return two (n, n) matrices: [a, b] = the characters a shares with b, and their comparable characters.
 
-    Both are _compare's sums over the functions the two students wrote, for a < b. The comparable characters of
-    one function come from its two coverages (_comparable). Only functions that share a fingerprint overlap, and an
-    index of which students hold each fingerprint finds those without comparing the other ~80% of pairs.
+    Both are _compare's sums over the functions the two students wrote, for a < b (the rest of each matrix is not
+    read). Per function, the class writes a few distinct texts: each text is compared with every other once
+    (_shares), and the students' pairs gather their texts' numbers. The comparable characters of one function
+    come from its two coverages (_comparable).
     """
     n = len(students)
     shared = np.zeros((n, n), dtype=np.int64)
     covered = np.zeros((n, n), dtype=np.int64)
     for name in sorted({name for s in students for name in prints[s]}):
-        have = [(i, prints[s][name]) for i, s in enumerate(students) if name in prints[s]]
-        have = [(i, fp) for i, fp in have if fp.token_coverage]
-        if not have:
+        texts: list[CodeFingerprint] = []  # the distinct versions, fingerprinted
+        index: dict[int, int] = {}
+        which = []  # per student, the version they wrote (none: -1, the row and column of zeros below)
+        for s in students:
+            fp = prints[s].get(name)
+            if fp is None or not fp.token_coverage:
+                which.append(-1)
+                continue
+            if id(fp) not in index:
+                index[id(fp)] = len(texts)
+                texts.append(fp)
+            which.append(index[id(fp)])
+        if not texts:
             continue
-        who = np.array([i for i, _ in have])
-        coverage = np.array([int(fp.token_coverage) for _, fp in have], dtype=np.int64)
-        covered[np.ix_(who, who)] += _comparable(
-            np.minimum.outer(coverage, coverage), np.maximum.outer(coverage, coverage)
-        )
-        holders: dict[int, int] = {}  # fingerprint -> the students holding it, as bits of an int
-        for i, fp in have:
-            for h in fp.hashes:
-                holders[h] = holders.get(h, 0) | 1 << i
-        sharers: dict[int, int] = {}  # many students write the same text: look its fingerprints up once
-        for i, x in have:
-            if id(x) not in sharers:
-                sharers[id(x)] = functools.reduce(operator.or_, (holders[h] for h in x.hashes), 0)
-            later = sharers[id(x)] >> (i + 1)
-            while later:
-                low = later & -later
-                j = i + low.bit_length()
-                later ^= low
-                y = prints[students[j]][name]
-                if not _counts(x, y):
-                    continue
-                tokens = compare(x, y)[0]
-                shared[i, j] += int(min(int(tokens), x.token_coverage, y.token_coverage))
+        d = len(texts)
+        coverage = np.array([int(fp.token_coverage) for fp in texts], dtype=np.int64)
+        low, high = np.minimum.outer(coverage, coverage), np.maximum.outer(coverage, coverage)
+        pick = np.array(which, dtype=np.int64)
+        both = np.zeros((d + 1, d + 1), dtype=np.int64)
+        both[:d, :d] = _comparable(low, high)
+        covered += both.take(pick, 0).take(pick, 1)
+        # _counts: both fingerprinted (all of these are), one at least MIN_FUNCTION
+        both[:d, :d] = np.where(high >= MIN_FUNCTION, np.minimum(_shares(texts), low), 0)
+        shared += both.take(pick, 0).take(pick, 1)
     return shared, covered
+
+
+def _shares(texts: list[CodeFingerprint]) -> np.ndarray:
+    """Return a (d, d) matrix: [u, v] = overlap(texts[u], texts[v])[0], the characters of u that v's share.
+
+    overlap counts the union of the spans [s, s + k) of u's k-grams whose fingerprint v also has. Here an index of
+    which texts hold each fingerprint lists, for each k-gram start of u, the texts that share it; sorted by text,
+    each text's starts give the union's size as overlap's long-function path does: k, plus the gap to the next
+    start, at most k, for every start but the last.
+    """
+    d = len(texts)
+    ids: dict = {}  # fingerprint -> its number among this function's
+    holders: list[list[int]] = []  # fingerprint number -> the texts that have it
+    starts, hashes = [], []  # per text: where its k-grams start, in order, and their fingerprints' numbers
+    for u, fp in enumerate(texts):
+        where, which = [], []
+        for h, at in fp.hash_idx.items():
+            k = ids.get(h)
+            if k is None:
+                k = ids[h] = len(holders)
+                holders.append([])
+            holders[k].append(u)
+            where += at
+            which += [k] * len(at)
+        order = np.argsort(np.array(where, dtype=np.int64))
+        starts.append(np.array(where, dtype=np.int64)[order])
+        hashes.append(np.array(which, dtype=np.int64)[order])
+    sizes = np.array([len(h) for h in holders], dtype=np.int64)
+    first = np.concatenate(([0], np.cumsum(sizes)))
+    flat = np.array([u for h in holders for u in h], dtype=np.int16 if d < 2**15 else np.int64)
+    out = np.zeros((d, d), dtype=np.int64)
+    for u, fp in enumerate(texts):
+        if not len(starts[u]):
+            continue
+        k = fp.k
+        count = sizes[hashes[u]]  # per start of u: how many texts share its k-gram (u among them)
+        row = np.repeat(first[hashes[u]] - np.cumsum(count) + count, count) + np.arange(int(count.sum()))
+        other = flat[row]  # the texts sharing each start, start by start
+        by_text = np.argsort(other, kind="stable")  # by text, then start (a radix sort, for 16 bits)
+        other, at = other[by_text].astype(np.int64), np.repeat(starts[u], count)[by_text]
+        same = other[1:] == other[:-1]
+        gaps = np.where(same, np.minimum(np.diff(at), k), 0)
+        out[u] = np.bincount(other[1:], weights=gaps, minlength=d).astype(np.int64)
+        out[u] += k * np.bincount(other, minlength=d).clip(max=1)
+    return out
 
 
 def _masks(fp: CodeFingerprint) -> dict[int, int]:
