@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import build_class, check_outdir, clean_env, compile_bytecode, grade_cmd  # noqa: E402
 
-ROLES = ("scheduler", "grading", "sandboxes", "truth", "background", "the rest")
+ROLES = ("scheduler", "grading", "zygote", "sandboxes", "truth", "background", "the rest")
 
 
 def run_once(subs: Path, out: Path, jobs: int, similarity: bool) -> dict:

@@ -123,10 +123,10 @@ def _truth_per_student(draws: int = 10) -> float:
     calls = catalogue.select(catalogue.EXERCISES)
     took = []
     for k in range(draws):
-        catalogue.use_submission({"ex1": Source("ex1", f"ex1_{k}.py", f"# draw {k}\n")})
+        draw = catalogue.Draw.of(SECRET, {"ex1": Source("ex1", f"ex1_{k}.py", f"# draw {k}\n")})
         start = time.process_time()
         for call in calls:
-            for g in catalogue.geometries(call)[1:]:
+            for g in catalogue.geometries(call, draw)[1:]:
                 fixture.build(g, None, call.ex4)
         took.append(time.process_time() - start)
     return statistics.median(took)
@@ -170,8 +170,7 @@ def main() -> None:
     print(f"isolation_floor: {len(folders)} students, --jobs {args.jobs}, {args.rounds} rounds, load {load:.2f}")
     # the scheduling process as grade_batch prepares it, with the bench class's fixed secret (one hidden geometry)
     torch.set_num_threads(1)
-    catalogue.use_secret(SECRET)
-    catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), None, hidden=False)
+    catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), None, None)
     batch._warm_up()
     for folder in folders[:2]:  # the in-process comparator's first-call costs, paid here
         sandbox_cost.grade_in_process(folder)

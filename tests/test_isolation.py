@@ -159,6 +159,120 @@ def test_a_grading_process_that_dies_is_retried_once_then_recorded():
     assert results["hang"][0] is None and "longer than 3 s" in results["hang"][1]
 
 
+def test_long_lived_graders_retry_a_death_once_stop_an_overrun_and_record_a_grader_bug():
+    marker = Path(os.environ.get("TMPDIR", "/tmp")) / f"grader-graders-test-{os.getpid()}"
+    marker.unlink(missing_ok=True)
+
+    def grade_one(task):
+        if task == "always":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if task == "once" and not marker.exists():
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        if task == "hang":
+            time.sleep(60)
+        if task == "bug":
+            raise KeyError("a grader bug")
+        return {"task": task, "pid": os.getpid()}
+
+    tasks = ["ok", "once", "always", "hang", "bug", "a", "b", "c", "d"]
+    try:
+        results = {t: (r, why) for t, r, why in pool.run_graders(tasks, grade_one, jobs=2, deadline=3)}
+    finally:
+        marker.unlink(missing_ok=True)
+    assert results["ok"][0]["task"] == "ok" and results["once"][0]["task"] == "once"
+    assert results["always"][0] is None and "SIGKILL" in results["always"][1]
+    assert results["hang"][0] is None and "longer than 3 s" in results["hang"][1]
+    assert results["bug"][0] is None and "KeyError: 'a grader bug'" in results["bug"][1]
+    assert sorted(results) == sorted(tasks)
+    pids = [results[t][0]["pid"] for t in ("ok", "once", "a", "b", "c", "d")]
+    assert len(set(pids)) < len(pids)  # a grading process grades student after student
+
+
+def test_a_long_lived_grader_is_put_back_before_each_student_and_its_sandboxes_come_from_a_zygote():
+    from grader.sandbox import Worker
+
+    state = {}
+
+    def between():  # runs as the grading process starts; what it returns runs before every later student
+        state["student"] = None
+        return lambda: state.update(student=None)
+
+    def grade_one(task):
+        left, state["student"] = state["student"], task  # what the student before left behind (None: put back)
+        with Worker(Limits(timeout=5)) as worker:
+            stat = Path(f"/proc/{worker.pid}/stat").read_text()
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            parent_name = Path(f"/proc/{parent}/comm").read_text().strip()
+        return {"left": left, "mine": os.getpid(), "parent": parent, "parent_name": parent_name}
+
+    results = [r for _, r, _ in pool.run_graders([1, 2, 3, 4], grade_one, jobs=1, deadline=30, between=between)]
+    assert [r["left"] for r in results] == [None] * 4
+    assert len({r["mine"] for r in results}) == 1  # one grading process for the four
+    assert all(r["parent"] != r["mine"] and r["parent_name"] == "grade-zygote" for r in results)
+
+
+def _sandboxed_pid(task):
+    """Start and stop a sandbox, then return this grading process's pid (a grading process's work, in short)."""
+    from grader.sandbox import Worker
+
+    with Worker(Limits(timeout=5)) as worker:
+        assert worker.ask({"op": "load", "path": "ex.py", "text": "x = 1\n"}).ok
+    return {"task": task, "pid": os.getpid()}
+
+
+def test_a_grading_process_is_replaced_after_its_share_of_students_without_charging_anyone(monkeypatch):
+    monkeypatch.setattr(pool, "GRADER_STUDENTS", 2)
+    got = list(pool.run_graders(list(range(5)), _sandboxed_pid, jobs=1, deadline=30, retries=0))
+    assert [why for _, _, why in got] == [""] * 5
+    pids = [r["pid"] for _, r, _ in sorted(got, key=lambda x: x[0])]
+    assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4]
+
+
+def test_a_grading_process_whose_zygote_died_ends_and_the_next_student_gets_a_new_one():
+    from grader.sandbox import zygote
+
+    def grade_one(task):
+        result = _sandboxed_pid(task)
+        if task == "zygote killed":  # (the OOM killer, say; a sandbox cannot signal it: see syscalls.py)
+            os.kill(zygote.current().pid, signal.SIGKILL)
+            time.sleep(0.2)
+        return result
+
+    tasks = ["first", "zygote killed", "next", "last"]
+    got = {t: (r, why) for t, r, why in pool.run_graders(tasks, grade_one, jobs=1, deadline=30, retries=0)}
+    assert all(why == "" for _, why in got.values()), got
+    assert got["first"][0]["pid"] == got["zygote killed"][0]["pid"] != got["next"][0]["pid"] == got["last"][0]["pid"]
+
+
+def test_a_student_graded_after_others_in_one_grading_process_gets_what_they_get_alone(tmp_path):
+    from grader.classroom.batch import grade_one_student
+    from grader.grading.runner import between_students
+    from grader.spec.policy import Policy
+    from grader.submissions.intake import discover
+    from grader.truth import fixture
+
+    make_submission(tmp_path / "subs" / "alice", {"ex2.py": "def dlogits(x):\n    return x\n"})
+    trap = (REFERENCE / "ex1.py").read_text() + "\n" + (CORPUS / "ex1" / "dC_fancy_index_add.py").read_text()
+    make_submission(tmp_path / "subs" / "bob", {"ex1.py": trap})
+    make_submission(tmp_path / "subs" / "carol")
+    entries, _ = discover(tmp_path / "subs")
+    work = {e.student: (e, LIMITS, None, Policy()) for e in entries}
+
+    def grade_one(args):
+        return {"built": len(fixture.BUILT), "result": grade_one_student(args)}
+
+    def graded(names):
+        tasks = [work[n] for n in names]
+        got = pool.run_graders(tasks, grade_one, jobs=1, deadline=120, between=between_students)
+        return {task[0].student: result for task, result, _ in got}
+
+    together, alone = graded(["alice", "bob", "carol"]), graded(["bob"])
+    assert len({r["built"] for r in together.values()}) == 1  # each starts with the fixtures the first found
+    assert together["bob"]["result"] == alone["bob"]["result"]
+    assert together["bob"]["result"]["score"] < together["carol"]["result"]["score"] == 42
+
+
 def test_work_for_later_grading_processes_runs_once_beside_the_first(monkeypatch):
     log, start = [], pool.start_job
 

@@ -19,6 +19,11 @@ from grader.ship import release
 from grader.spec import policy
 from tests.conftest import REFERENCE
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[1]
 HAS_REFERENCE = any((ROOT / "reference").glob("*.py"))
 HAS_GIT = shutil.which("git") is not None
@@ -407,7 +412,7 @@ def _shipped_text(root: Path) -> str:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         parts.append(path.read_bytes().decode("utf-8", errors="replace"))
         if path.suffix == ".toml":
-            parts += _strings(policy.tomllib.loads(parts[-1]))
+            parts += _strings(tomllib.loads(parts[-1]))
     return "\n".join(parts)
 
 

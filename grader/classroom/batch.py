@@ -16,7 +16,7 @@ from grader.classroom.reports.html import html_report  # noqa: F401 (re-exported
 from grader.classroom.reports.sources import graded_sources
 from grader.classroom.reports.summary import summarize  # noqa: F401 (re-exported)
 from grader.classroom.reports.tables import GRADEBOOK_COLUMNS, gradebook  # noqa: F401 (re-exported)
-from grader.sandbox import Limits, costs, jail, pages, protections
+from grader.sandbox import Limits, backend, costs, jail, pages, protections, zygote
 from grader.show import table as report
 from grader.spec import catalogue
 from grader.spec.policy import Policy, apply_late, grade_kwargs
@@ -31,9 +31,10 @@ class BatchNeedsLinux(RuntimeError):
     """`grade batch` was run on a platform without fork and namespaces."""
 
 
-# Huge pages take 0.2-0.4 s to make (while the first student is graded) and save ~10 ms of kernel time per
-# student (five forks and exits each): worth it from about 50 students on (bench/README.md)
-COLLAPSE_FROM = 100
+# Huge pages take ~0.15 s of CPU (0.3 s wall) to make, and each sandbox forked from them costs ~8 ms less kernel
+# time to fork and to end (11 ms against 3 ms, fork and exit of a child of the warm scheduler's image): worth it
+# from a few dozen students on
+COLLAPSE_FROM = 40
 
 
 def grade_one_student(args) -> dict:
@@ -142,7 +143,7 @@ def grade_batch(
     """
     if not hasattr(os, "fork") or sys.platform != "linux":
         raise BatchNeedsLinux(
-            "grade batch needs Linux: it forks a grading process per student and sandboxes each in "
+            "grade batch needs Linux: it forks grading processes and sandboxes each student in "
             "its own namespaces. Grade single submissions here with `grade all --submission DIR`."
         )
     walls = protections()
@@ -180,8 +181,8 @@ def grade_batch(
     # is drawn from their own files, and the truth server (forked now, before any student's data) builds its truth
     catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data, None)
     _warm_up(data)
-    collapse = pages.collapse_heap if len(todo) >= COLLAPSE_FROM else None  # while the first student is graded
-    server = prebuild.serve()
+    collapse = pages.collapse_heap if len(todo) >= COLLAPSE_FROM else None  # see _graded
+    server = None if _long_lived() else prebuild.serve()  # a long-lived grading process builds its own truth
     # the similarity check reads every file but runs no student code: it works beside the grading, in a child
     try:
         compared = pool.Background(lambda: class_similarity(entries, policy.similarity_base)) if similarity else None
@@ -195,7 +196,7 @@ def grade_batch(
     deadline = per_submission(limits.timeout)  # a bound no honest submission comes near
     with jail.held():  # made here, so the grading processes share it and it is removed when the run ends
         try:
-            graded = pool.run(work, grade_one_student, jobs=jobs, deadline=deadline, after_first=collapse)
+            graded = _graded(work, jobs, deadline, collapse)
             for (entry, *_), result, why in graded:
                 if result is not None:  # course.toml's [late]: here, after grading, never where student code runs
                     apply_late(result, policy.late, late=entry.late, submitted_at=entry.submitted_at)
@@ -238,6 +239,23 @@ def grade_batch(
         policy=policy.describe(),
         sources=lambda: graded_sources(entries, digests, options),
     )
+
+
+def _long_lived() -> bool:
+    """Whether students are graded in long-lived grading processes, each with a zygote (see pool.run_graders)."""
+    return zygote.supported() and backend() == "fork"
+
+
+def _graded(work: list, jobs: int, deadline: float, collapse):
+    """Grade every student: in long-lived grading processes whose sandboxes a clean zygote forks, where the
+    platform allows; otherwise in a grading process forked per student."""
+    if not _long_lived():
+        return pool.run(work, grade_one_student, jobs=jobs, deadline=deadline, after_first=collapse)
+    from grader.grading.runner import between_students
+
+    if collapse is not None:  # before the zygotes are forked: every sandbox is forked from their huge pages
+        collapse()
+    return pool.run_graders(work, grade_one_student, jobs=jobs, deadline=deadline, between=between_students)
 
 
 def _similarity(compared: pool.Background | None) -> dict | bool:

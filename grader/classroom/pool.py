@@ -1,9 +1,11 @@
-"""Grade many submissions at once: one forked grading process per student, at most `jobs` alive at a time.
+"""Grade many submissions at once, at most `jobs` at a time: run_graders() or run().
 
-The scheduling process holds the truth but never a student's code or replies, so every grading process starts
-from memory no other student has touched, and each sandbox it forks inherits only its own student's data. A
-grading process that dies (the OOM killer, a stray kill) is retried once, then recorded as an error; one that
-overruns its deadline is killed and recorded. The run always ends, with a result for every task.
+The scheduling process holds the truth but never a student's code or replies. run_graders() forks one long-lived
+grading process per slot, which grades student after student, and a zygote beside it that forks its sandboxes
+from memory no student has touched. run() forks one grading process per student, which forks its sandbox itself
+(where no zygote can be had). Either way a grading process that dies (the OOM killer, a stray kill) is retried
+once, then recorded as an error; one that overruns its deadline is killed and recorded. The run always ends,
+with a result for every task.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from grader.sandbox import costs, jail, set_slot
+from grader.sandbox import costs, jail, set_slot, zygote
 
 MAX_RESULT_BYTES = 64 << 20
 
@@ -85,6 +87,237 @@ def run(
     finally:
         for job in running.values():
             _kill(job)
+
+
+@dataclass
+class _Grader:
+    """A long-lived grading process of one slot, with the zygote that forks its sandboxes."""
+
+    pid: int
+    zygote: int
+    tasks_w: int  # task numbers go this way
+    fd: int  # results come back this way: an 8-byte length, then JSON
+    slot: int
+    current: tuple | None = None  # (task, tries, started) of the student it grades now
+    buffer: bytearray = field(default_factory=bytearray)
+
+
+_STOP = (1 << 64) - 1  # the task number that tells a grading process to end
+GRADER_STUDENTS = 400  # students one grading process grades before a fresh one takes its slot (memory stays flat)
+
+
+def run_graders(
+    tasks: list,
+    grade_one: Callable[[object], dict],
+    *,
+    jobs: int,
+    deadline: float,
+    retries: int = 1,
+    between: Callable[[], Callable[[], None]] | None = None,
+) -> Iterator[tuple[object, dict | None, str]]:
+    """Like run(), with one long-lived grading process per slot instead of one per student.
+
+    Each grading process grades student after student; since it then holds earlier students' code and replies,
+    its sandboxes are forked by a zygote of its slot (grader.sandbox.zygote), forked from this process before
+    the grading process. between() runs in each grading process as it starts and returns what puts its state
+    back before every student after the first. A grading process that dies or overruns is replaced, with a new
+    zygote, and its student treated as in run().
+    """
+    queue = [(number, 0) for number in reversed(range(len(tasks)))]  # (task number, tries)
+    graders: dict[int, _Grader] = {}  # by result descriptor
+    idle: list[_Grader] = []
+    free_slots = list(range(max(1, min(jobs, len(tasks)))))[::-1]
+    try:
+        while queue or any(g.current for g in graders.values()):
+            while free_slots and len(queue) > len(idle):  # work that no grading process is free for
+                grader = _start_grader(tasks, grade_one, free_slots.pop(), list(graders.values()), between)
+                graders[grader.fd] = grader
+                idle.append(grader)
+            while queue and idle:
+                grader = idle.pop()
+                number, tries = queue.pop()
+                grader.current = (number, tries, time.monotonic())
+                _send_task(grader, number)
+            oldest = min((g.current[2] for g in graders.values() if g.current), default=time.monotonic())
+            wait = max(0.01, min(1.0, oldest + deadline - time.monotonic()))
+            ready, _, _ = select.select(list(graders), [], [], wait)
+            for fd in ready:
+                grader = graders[fd]
+                chunk = os.read(fd, 1 << 20)
+                if grader.current is None:  # an idle one ended (it grades GRADER_STUDENTS at most): a new one
+                    _stop_grader(graders.pop(fd), kill=True)
+                    idle.remove(grader)
+                    free_slots.append(grader.slot)
+                    continue
+                if chunk and len(grader.buffer) + len(chunk) <= MAX_RESULT_BYTES + 9:
+                    grader.buffer += chunk
+                    got = _frame(grader)
+                    if got is None:
+                        continue
+                    number, tries, _ = grader.current
+                    grader.current = None
+                    result, why = _decode(got[0])
+                    if result is not None and "grader_error" in result:  # a grader bug: this process then ends
+                        result, why = None, _said(result)
+                    if got[1] or result is None:  # it ends (or cannot be trusted on): a new one takes the slot
+                        _stop_grader(graders.pop(fd), kill=result is None)
+                        free_slots.append(grader.slot)
+                    else:
+                        idle.append(grader)
+                    if result is None and tries < retries:
+                        queue.append((number, tries + 1))
+                        continue
+                    yield tasks[number], result, why
+                    continue
+                number, tries, _ = grader.current  # it died (or sent too much) mid-student
+                grader.current = None
+                why = _stop_grader(graders.pop(fd), kill=True)
+                free_slots.append(grader.slot)
+                if tries < retries:
+                    queue.append((number, tries + 1))
+                    continue
+                yield tasks[number], None, why
+            now = time.monotonic()
+            for fd, grader in list(graders.items()):
+                if grader.current and now - grader.current[2] > deadline:
+                    number = grader.current[0]
+                    _stop_grader(graders.pop(fd), kill=True)
+                    free_slots.append(grader.slot)
+                    yield tasks[number], None, f"grading took longer than {deadline:g} s and was stopped"
+    finally:
+        for grader in graders.values():
+            _stop_grader(grader, kill=grader.current is not None)
+
+
+def _start_grader(tasks, grade_one, slot: int, others: list[_Grader], between) -> _Grader:
+    """Fork a slot's zygote, then its grading process; return the grading process."""
+    theirs = [fd for g in others for fd in (g.tasks_w, g.fd)]
+    gc.freeze()  # nobody collects the inherited heap: a full collection walks all of torch and copies its pages
+    zygote_pid, sock = zygote.start(close_in_zygote=theirs)
+    tasks_r, tasks_w = os.pipe()
+    r, w = os.pipe()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    pid = os.fork()
+    if pid:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for fd in (tasks_r, w):
+            os.close(fd)
+        sock.close()
+        return _Grader(pid, zygote_pid, tasks_w, r, slot)
+    code = 0  # the grading process: never returns
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for fd in (tasks_w, r, *theirs):
+            os.close(fd)
+        if jail._LIBC is not None:
+            jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
+        jail.set_name("grade-student")
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        set_slot(slot)
+        zygote.use(zygote.Client(sock, zygote_pid))
+        reset = between() if between is not None else None
+        first, graded = True, 0
+        while True:
+            number = int.from_bytes(_read_exactly(tasks_r, 8), "little")
+            if number == _STOP:
+                break
+            if not first and reset is not None:
+                reset()
+            first = False
+            try:
+                data = json.dumps(grade_one(tasks[number])).encode()
+            except BaseException as exc:  # noqa: B036 - a grader bug: this student's error; this process then ends
+                data = json.dumps({"grader_error": f"{type(exc).__name__}: {exc}"[:500]}).encode()
+                code = 70
+            graded += 1
+            ending = bool(code) or graded >= GRADER_STUDENTS or not zygote.current().alive()
+            _write_all(w, len(data).to_bytes(8, "little") + bytes([ending]) + data)
+            if ending:
+                break
+        costs.note("grading")
+    except BaseException:  # noqa: B036 - the scheduler sees the end of the pipe and the exit code
+        code = code or 70
+    finally:
+        os._exit(code)
+
+
+def _send_task(grader: _Grader, number: int) -> None:
+    try:
+        _write_all(grader.tasks_w, number.to_bytes(8, "little"))
+    except OSError:  # it died: its result pipe ends, and the scheduler sees that
+        pass
+
+
+def _frame(grader: _Grader) -> tuple[bytes, bool] | None:
+    """Return a whole result frame and whether its grading process ends after it, if the buffer holds one."""
+    if len(grader.buffer) < 9:
+        return None
+    size = int.from_bytes(grader.buffer[:8], "little")
+    if len(grader.buffer) < 9 + size:
+        return None
+    frame, ending = bytes(grader.buffer[9 : 9 + size]), grader.buffer[8] != 0
+    del grader.buffer[: 9 + size]
+    return frame, ending
+
+
+def _decode(frame: bytes) -> tuple[dict | None, str]:
+    try:
+        result = json.loads(frame)
+    except ValueError:
+        return None, "its grading process sent an unreadable result"
+    if not isinstance(result, dict):
+        return None, "its grading process sent an unreadable result"
+    return result, ""
+
+
+def _said(result) -> str:
+    why = "its grading process failed (exit code 70)"
+    if isinstance(result, dict) and isinstance(result.get("grader_error"), str):
+        why += f": {result['grader_error'][:300]}"
+    return why
+
+
+def _stop_grader(grader: _Grader, kill: bool) -> str:
+    """End a grading process and its zygote (killed, or asked to stop); return how the grading process ended."""
+    if kill:
+        try:
+            os.kill(grader.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    else:
+        _send_task(grader, _STOP)
+    for fd in (grader.tasks_w, grader.fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _, status = os.waitpid(grader.pid, 0)
+    if kill:
+        try:
+            os.kill(grader.zygote, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    os.waitpid(grader.zygote, 0)  # it ends once its grading process let go of it
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return f"its grading process was killed by {signal.Signals(sig).name if sig in signal.valid_signals() else '?'}"
+    return f"its grading process failed (exit code {os.WEXITSTATUS(status)})"
+
+
+def _read_exactly(fd: int, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = os.read(fd, n - len(data))
+        if not chunk:
+            return _STOP.to_bytes(8, "little")  # the scheduler is gone: stop
+        data += chunk
+    return data
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def in_child(fn: Callable[[], object], deadline: float = 3600) -> object:

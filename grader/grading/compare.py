@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -82,6 +83,17 @@ def compare(value: torch.Tensor, truth: torch.Tensor, atol: float = 1e-8, noise:
 _ALLOWED: dict[tuple[int, float, float], tuple[torch.Tensor, int, torch.Tensor | None]] = {}
 forget.on_fork_forget(_ALLOWED.clear)  # its allowed errors live in the arena, zeros in a child
 MAX_ALLOWED = 4096  # truths a process compares with (two geometries' ~60 gradients, Ex4's steps): far fewer
+
+
+def forgetting_later() -> Callable[[], None]:
+    """Return what forgets every allowed error remembered after this call (kept: those remembered before)."""
+    kept = dict(_ALLOWED)
+
+    def forget_later():
+        _ALLOWED.clear()
+        _ALLOWED.update(kept)
+
+    return forget_later
 
 
 def _allowed(value: torch.Tensor, truth: torch.Tensor, atol: float, rtol: float = 1e-5) -> torch.Tensor | None:

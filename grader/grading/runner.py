@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -12,7 +13,7 @@ from grader.grading import compare as cmp
 from grader.grading import scan as internals
 from grader.grading import traps
 from grader.grading.results import ItemResult, SubmissionResult
-from grader.sandbox import MALFORMED, Limits, Worker, jail, reap, wire
+from grader.sandbox import MALFORMED, Limits, Worker, arena, jail, reap, wire
 from grader.sandbox.wire import Opaque, Returned, WireError
 from grader.sandbox.worker import Reply
 from grader.spec import catalogue
@@ -123,19 +124,32 @@ class Session:
             return Outcome(failure="crash", reason="the sandbox crashed too many times; grading stopped")
         return None
 
-    def prestart(self, exercises: list[str]):
+    def prestart(self, exercises: list[str], ahead: Worker | None = None):
         """Fork the child now, before the truth exists or any reply is read here, and send it the first file.
 
         A child forked later would inherit what this process computed while judging (differences from the truth,
         a trap's candidates) in its freed memory. The first file loads while this process builds the truth.
+        ahead: a child forked earlier still (see grade's sandbox), used instead if its limits are these; stopped
+        if it is not used.
         """
         todo = [ex for ex in exercises if ex in self.sources]
+        if ahead is not None and (not todo or self.worker is not None or not self._fits(ahead)):
+            ahead.close()
+            ahead = None
         if not todo or self.worker is not None:
             return
         self.starts += 1
-        self.worker = Worker(self.limits, warm_here=False)
+        self.worker = ahead if ahead is not None else Worker(self.limits, warm_here=False)
         src = self.sources[todo[0]]
         self.sent = (todo[0], self.worker.send({"op": "load", "path": src.path, "text": src.text}) or "sent")
+
+    def _fits(self, ahead: Worker) -> bool:
+        """Whether a child forked ahead has this session's walls (its request timeout, which only this process
+        keeps, is set to this session's)."""
+        if not ahead.alive or replace(ahead.limits, timeout=self.limits.timeout) != self.limits:
+            return False
+        ahead.limits = self.limits
+        return True
 
     def close_all(self):
         """Stop the child."""
@@ -312,10 +326,17 @@ def grade(
     name: str | None = None,
     policy: Policy | None = None,
     level: str = traps.DEFAULT_LEVEL,
+    sandbox: Worker | None = None,
+    wait_for_sandboxes: bool = True,
 ) -> SubmissionResult:
     """Grade a submission (a folder of exercise files, or what intake read) and return every item's verdict.
 
     level: how much each message may say, "diagnose" (what is wrong and where), "hint" or "full".
+    sandbox: a sandbox child forked ahead of need (`grade exN` forks one as soon as torch is imported, before the
+    submission is read): the first exercise loads in it; it is stopped unused when no exercise needs one.
+    wait_for_sandboxes: False returns once the last sandbox child is killed, without waiting for it to finish dying
+    (~10 ms for a torch-sized process), nor waits for the truth's helper to end once its truth is read: for a
+    process that exits right after the result is shown, leaving them to be reaped for it.
     """
     traps.check_level(level)
     policy = policy or Policy()
@@ -331,6 +352,7 @@ def grade(
     wanted = {c.exercise for c in calls}
     draw = catalogue.Draw.of(policy.secret, submission.sources)  # the course's secret, this submission's own files
     sources = {ex: src for ex, src in submission.sources.items() if ex in wanted}
+    started = catalogue.start_fixtures(calls, data, draw)  # the truth, built in a helper while files are checked
     for ex, src in sources.items():  # a route out of the exercise (a frame, raw memory): the file is not run at all
         escape = next(iter(internals.escapes(ex, src.text)), None)
         if ex not in submission.problems and escape is not None:
@@ -340,20 +362,20 @@ def grade(
     items: list[ItemResult] = []
     with jail.held():
         try:
-            started = catalogue.start_fixtures(calls, data, draw)  # the truth, built in a helper while children fork
             # every child forked before the truth exists here and before any reply is judged (see prestart)
-            session.prestart([ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems])
+            todo = [ex for ex in catalogue.EXERCISES if ex in sources and ex not in submission.problems]
+            session.prestart(todo, sandbox)
             # read, not run: the scan fills the wait for the truth
             flags = [f.to_dict() for ex in sorted(sources) for f in internals.scan(ex, sources[ex].text)]
             numeric = [f.to_dict() for ex in sorted(sources) for f in internals.numeric(ex, sources[ex].text)]
-            catalogue.build_fixtures(calls, data, draw, started)
+            catalogue.build_fixtures(calls, data, draw, started, wait=wait_for_sandboxes)
             for ex in catalogue.EXERCISES:
                 ex_calls = [c for c in calls if c.exercise == ex]
                 if ex_calls:
                     items += _grade_exercise(session, ex, ex_calls, submission, data, draw)
         finally:
             session.close_all()
-            reap(wait=True)
+            reap(wait=wait_for_sandboxes)
     result = SubmissionResult(name or submission.name, items)
     if flags or numeric:
         result.extra["flags"] = {
@@ -734,6 +756,29 @@ def prepare_judging(data=None) -> None:
                 truth = fx.truth["d" + item.var]
                 atol, noise = _tolerance(item, fx)
                 cmp.compare(truth, truth, atol, noise=noise)
+
+
+def between_students() -> Callable[[], None]:
+    """Note this process's grading state now; return what puts it back, for a process that grades many students.
+
+    What one student's grading leaves behind (their hidden fixtures and the truth in them, what was remembered of
+    those) is dropped, so no student's grade depends on who was graded before them in the same process.
+    """
+    rng = torch.get_rng_state()
+    built = dict(fixture.BUILT)
+    digests = dict(_DIGESTS)
+    allowed = cmp.forgetting_later()
+
+    def put_back():
+        torch.set_rng_state(rng)
+        fixture.BUILT.clear()
+        fixture.BUILT.update(built)
+        _DIGESTS.clear()
+        _DIGESTS.update(digests)
+        allowed()
+        arena.ARENA = arena.Arena()  # the next student's truth in memory of its own; the last one's is freed
+
+    return put_back
 
 
 def _tolerance(item: catalogue.Item, fx) -> tuple[float, float]:

@@ -99,7 +99,10 @@ class Flag:
         return {**out, "escape": True} if self.escape else out
 
 
+@functools.cache
 def _trigger() -> re.Pattern:
+    """Return the pattern every flag below needs in the text (most honest files have none); compiled on first use,
+    not on import (~1 ms): `grade exN` first needs it while it waits for its sandbox and the truth."""
     words = sorted(
         REFLECTIVE_CALLS | RISKY_ATTRIBUTES | RISKY_NAMES | RISKY_MODULES | TORCH_BACKDOORS | _REFLECTION | RAW_MEMORY
     )
@@ -124,9 +127,6 @@ def flagged_note(flags: list[dict], shown: int = 5) -> str:
         return ""
     where = "; ".join(f"{f['exercise']}.py line {f['line']}: {f['what']}" for f in flags[:shown])
     return FLAGGED.format(where=where + ("; ..." if len(flags) > shown else ""))
-
-
-TRIGGER = _trigger()  # every flag below needs one of these in the text; most honest files have none
 
 
 @functools.lru_cache(maxsize=256)
@@ -166,7 +166,7 @@ def _running(text: str) -> tuple:
 @functools.lru_cache(maxsize=8)
 def _parsed(text: str) -> ast.Module | None:
     """Return a file's tree when a flag is possible at all (scan and escapes read the same one), else None."""
-    if not TRIGGER.search(unicodedata.normalize("NFKC", text)):  # identifiers are NFKC-normalised: ＿C is _C
+    if not _trigger().search(unicodedata.normalize("NFKC", text)):  # identifiers are NFKC-normalised: ＿C is _C
         return None
     try:
         return bounded.parse(text)
@@ -638,10 +638,10 @@ def _candidate_blocks(text: str) -> list[ast.Module]:
         if "/" not in block or not (_LOOP_TEXT.search(block) or _PERTURBED_CALL.search(block)):
             continue
         try:
-            tree = bounded.parse(block)
+            tree = bounded.parse("\n" * k + block)  # parsed at its own lines (increment_lineno walks the tree)
         except SyntaxError:
             return [bounded.parse(text)]
-        trees.append(ast.increment_lineno(tree, k))
+        trees.append(tree)
     return trees
 
 

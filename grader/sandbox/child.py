@@ -447,7 +447,7 @@ class ChildServer:
         sys.modules["submission"] = module
         namespace = module.__dict__
         try:
-            code = compile(self.text, self.path, "exec", dont_inherit=True)  # not this module's __future__ flags
+            code = self._compiled()
             exec(code, namespace)
             _grad_mode_check()
         except BaseException as exc:  # noqa: B036 - a student's module may raise anything, SystemExit included
@@ -459,6 +459,16 @@ class ChildServer:
                 functions[name[:200]] = _signature(obj)
         walls = {k: v for k, v in vars(self.protections).items() if isinstance(v, bool)} if self.protections else {}
         return {"ok": True, "functions": functions, "walls": walls}, b""
+
+    _code: tuple = (None, None, None)  # (path, text, code object) of the file compiled last
+
+    def _compiled(self):
+        """Return the file's code object, compiled once per text (Ex4's file is executed afresh before each call)."""
+        path, text, code = self._code
+        if path != self.path or text is not self.text:
+            code = compile(self.text, self.path, "exec", dont_inherit=True)  # not this module's __future__ flags
+            self._code = (self.path, self.text, code)
+        return code
 
     def call(self, request) -> tuple[dict, bytes]:
         """Call one student function with the inputs the parent sent; report its result and the inputs after."""

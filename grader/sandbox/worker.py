@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from grader.sandbox import costs, forget, jail, prespawn, wire
+from grader.sandbox import costs, forget, jail, prespawn, wire, zygote
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,9 @@ class Worker:
     def start_fork(self):
         from grader.sandbox import child
 
+        self.pidfd = None
+        if zygote.current() is not None:
+            return self.start_from_zygote(zygote.current())
         self.shared = mmap.mmap(-1, SHARED_BYTES)  # MAP_SHARED|MAP_ANONYMOUS: pages exist once written
 
         if self.warm_here:  # here, once: every child forked afterwards inherits it
@@ -172,6 +175,32 @@ class Worker:
         os.close(req_r)
         os.close(rep_w)
         self.pid, self.proc = pid, None
+        self.req_w, self.rep_r = req_w, rep_r
+        os.set_blocking(req_w, False)
+
+    def start_from_zygote(self, forker: zygote.Client):
+        """Have the zygote fork the child (this process holds other students' data: it is never forked)."""
+        shared_fd = os.memfd_create("grader-shared", os.MFD_CLOEXEC)
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        self.zygote = forker
+        self.jail = jail.jail()
+        uid = current_uid()
+        self.room = self.jail.room(uid)
+        try:
+            os.ftruncate(shared_fd, SHARED_BYTES)  # pages exist once written, as with MAP_ANONYMOUS
+            self.shared = mmap.mmap(shared_fd, SHARED_BYTES)
+            self.pid, self.pidfd, _ = forker.fork(
+                req_r, rep_w, self.out.fileno(), shared_fd, self.limits, uid, self.room
+            )
+        except OSError:
+            for fd in (req_w, rep_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (shared_fd, req_r, rep_w):
+                os.close(fd)
+        self.proc = None
         self.req_w, self.rep_r = req_w, rep_r
         os.set_blocking(req_w, False)
 
@@ -393,6 +422,11 @@ class Worker:
             if code < 0:
                 return describe_signal(-code)
             return f"the process exited with code {code} (sys.exit or os._exit?)"
+        if self.pidfd is not None:
+            status = self.zygote.status(self.pid, wait=False)
+            if status == -1:
+                return "its sandbox could not be watched to the end (the zygote stopped)"
+            return None if status is None else describe_status(status)
         pid, status, usage = os.wait4(self.pid, os.WNOHANG)
         if pid:
             costs.reaped(usage)
@@ -409,6 +443,10 @@ class Worker:
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 pass
+            return
+        if self.pidfd is not None:
+            self.zygote.kill(self.pid, self.pidfd)
+            _ZOMBIES.append((self.zygote, self.pid))
             return
         for target in (lambda: os.kill(self.pid, signal.SIGKILL), lambda: os.killpg(self.pid, signal.SIGKILL)):
             try:
@@ -441,6 +479,9 @@ class Worker:
                 except OSError:
                     pass
         self.out.close()
+        if getattr(self, "pidfd", None) is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
         shared = getattr(self, "shared", None)
         if shared is not None:
             self.shared = None
@@ -460,20 +501,24 @@ class Worker:
         reap(wait=True)
 
 
-_ZOMBIES: list[int] = []
+_ZOMBIES: list = []  # pids this process killed and must reap; (zygote, pid) for children a zygote reaps
 
 
 def reap(wait: bool = False):
     """Reap killed children that have finished dying (all of them, when wait is true)."""
-    for pid in list(_ZOMBIES):
-        try:
-            done, _, usage = os.wait4(pid, 0 if wait else os.WNOHANG)
-            if done:
-                costs.reaped(usage)
-        except ChildProcessError:
-            done = pid
+    for entry in list(_ZOMBIES):
+        if isinstance(entry, tuple):  # the zygote reaps it: done once it has said how the child ended
+            forker, pid = entry
+            done = forker.status(pid, wait) is not None
+        else:
+            try:
+                done, _, usage = os.wait4(entry, 0 if wait else os.WNOHANG)
+                if done:
+                    costs.reaped(usage)
+            except ChildProcessError:
+                done = entry
         if done:
-            _ZOMBIES.remove(pid)
+            _ZOMBIES.remove(entry)
 
 
 def describe_signal(sig: int) -> str:

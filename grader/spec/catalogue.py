@@ -146,15 +146,16 @@ def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> f
     return fixture.build(geometry, data, ex4=call.ex4)
 
 
-def build_fixtures(calls, data: str | None, draw: Draw | None, started=None) -> None:
+def build_fixtures(calls, data: str | None, draw: Draw | None, started=None, wait: bool = True) -> None:
     """Build every fixture these calls are graded on, in both geometries, the truth in a helper process.
 
     draw: what draws the hidden geometries; None builds only the graded geometry (a batch's, shared by every
     student; each hidden one is not). started: what start_fixtures() returned, if the helper was forked earlier.
+    wait=False: do not wait for the helper to finish ending once its truth is read (see truth.server.finish).
     """
     from grader.truth import server as prebuild
 
-    prebuild.finish(started if started is not None else start_fixtures(calls, data, draw))  # none on this heap
+    prebuild.finish(started if started is not None else start_fixtures(calls, data, draw), wait)  # none on this heap
     for call in calls:
         for g in geometries(call, draw):
             build_fixture(call, g, data)

@@ -13,7 +13,7 @@ from functools import cache
 import torch
 import torch.nn.functional as F
 
-from grader.sandbox import arena, forget
+from grader.sandbox import arena, forget, zygote
 from grader.truth import corpus as corpus_mod
 
 # Backprop order of Ex1: every variable whose gradient a student derives by hand.
@@ -368,9 +368,10 @@ def build(g: Geometry, data: str | None = None, ex4: bool = False, seal: bool = 
     """Build (once per process) the fixture of one geometry; ex4=True uses the compact Ex4 forward.
 
     seal=False leaves the true gradients in ordinary memory: for a process that only sends them on (the truth
-    server, a helper) and never forks a sandbox; the receiving process puts them in its arena.
+    server, a helper) and never forks a sandbox; the receiving process puts them in its arena. A process whose
+    sandboxes a zygote forks (a batch's long-lived grading process) never seals either.
     """
-    keep = arena.seal_all if seal else dict
+    keep = arena.seal_all if seal and zygote.current() is None else dict  # a zygote's client forks no sandbox
     key = (g, data, ex4)
     if key in BUILT:
         return BUILT[key]

@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from grader.sandbox import arena, costs, jail
+from grader.sandbox import arena, costs, jail, zygote
 from grader.truth import fixture
 
 _IOV_MAX = 512  # views per readv/writev, below every platform's IOV_MAX (1024 on Linux)
@@ -43,6 +43,8 @@ def start(keys):
     todo = [k for k in dict.fromkeys(keys) if k not in fixture.BUILT]
     if not todo or sys.platform != "linux" or not hasattr(os, "fork"):
         return None
+    if zygote.current() is not None:  # no sandbox is forked from here (a zygote forks them): build them here
+        return None
     return _ask(_SERVER[0], todo) if _SERVER[0] is not None else fork_helper(todo)
 
 
@@ -53,9 +55,21 @@ def fork_helper(todo):
     return pid, r, todo
 
 
+_UNWINDING = {signal.SIGINT, signal.SIGTERM}  # what `grade` unwinds on (KeyboardInterrupt, SystemExit)
+
+
 def _fork(close, body) -> int:
-    """Fork a process that builds truth: it closes what is not its own, runs body(), exits; return its pid."""
-    pid = os.fork()
+    """Fork a process that builds truth: it closes what is not its own, runs body(), exits; return its pid.
+
+    INT and TERM are held back while fork runs its handlers (os.register_at_fork: logging's lock, ...): an
+    exception raised in one of them is printed and dropped, so a TERM that arrived then was lost and the grader
+    went on grading. Held, it arrives just after, where it unwinds as anywhere else.
+    """
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _UNWINDING)
+    try:
+        pid = os.fork()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # in both processes
     if pid == 0:  # never returns
         code = 0
         try:
@@ -74,12 +88,17 @@ def _fork(close, body) -> int:
     return pid
 
 
-def finish(started) -> None:
-    """Read what start() asked for into place (and reap the helper it forked)."""
+def finish(started, wait: bool = True) -> None:
+    """Read what start() asked for into place (and reap the helper it forked).
+
+    wait=False: reap the helper only if it has already ended, not wait while it tears itself down (a few ms), for
+    a process that exits soon after (its helper is then reaped for it).
+    """
     if started is None:
         return
     pid, r, todo = started
     fds = r if pid is None else (r,)
+    built = None
     try:
         if pid is None:  # the server's answer: a file it wrote in full, then one byte on a pipe
             reply, done = r
@@ -94,7 +113,7 @@ def finish(started) -> None:
         for fd in fds:
             os.close(fd)
         if pid is not None:
-            os.waitpid(pid, 0)
+            os.waitpid(pid, 0 if wait or built is None else os.WNOHANG)
     if built is None and pid is None:  # the truth server failed: a helper of our own, as without one
         return finish(fork_helper(todo))
     if built is not None:

@@ -17,12 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.sandbox import forget
-from grader.spec.policy import LEVELS, levels_down
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from grader.spec.policy import levels_down
 
 FOLDER = Path(__file__).resolve().parent
 
@@ -33,29 +28,33 @@ def level_file(folder: Path, level: str) -> Path:
 
 
 class Catalogue:
-    """The texts of one folder of level files, read on first use; forget() empties it for good."""
+    """The texts of one folder of level files, each file read on first use; forget() empties it for good.
+
+    A level's file is read only when a text at that level (or above it) is asked for: a run at the default level
+    reads diagnose.toml alone, and a run with nothing to say reads none.
+    """
 
     def __init__(self, folder: Path | None):
         self._folder = folder
-        self._tables: dict[str, dict[str, str]] | None = None
+        self._tables: dict[str, dict[str, str]] = {}
 
-    def _levels(self) -> dict[str, dict[str, str]]:
-        if self._tables is None:
+    def _level(self, level: str) -> dict[str, str]:
+        if level not in self._tables:
             folder = self._folder
-            self._tables = {} if folder is None else {level: _read(level_file(folder, level)) for level in LEVELS}
-        return self._tables
+            self._tables[level] = {} if folder is None else _read(level_file(folder, level))
+        return self._tables[level]
 
     def text(self, key: str, level: str) -> str:
         """Return the text of a key at a level, else the next lower level's; '' if no level up to it has one."""
-        tables = self._levels()
         for lv in levels_down(level):
-            if key in tables.get(lv, {}):
-                return tables[lv][key]
+            table = self._level(lv)
+            if key in table:
+                return table[key]
         return ""
 
     def keys(self, level: str) -> set[str]:
         """Return the keys a level's own file holds."""
-        return set(self._levels().get(level, {}))
+        return set(self._level(level))
 
     def forget(self) -> None:
         """Drop every text and the folder, so that nothing is read again: every text is '' from now on."""
@@ -65,6 +64,11 @@ class Catalogue:
 
 def _read(path: Path) -> dict[str, str]:
     """Return a level file's texts by dotted key ({} if the file is absent: that level is not shipped)."""
+    if sys.version_info >= (3, 11):  # imported here, when a text is first needed: a run with nothing to say needs none
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
