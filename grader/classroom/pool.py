@@ -196,23 +196,16 @@ def _start_grader(tasks, grade_one, slot: int, others: list[_Grader], between) -
     zygote_pid, sock = zygote.start(close_in_zygote=theirs)
     tasks_r, tasks_w = os.pipe()
     r, w = os.pipe()
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    pid = os.fork()
+    pid = _fork("grade-student")
     if pid:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for fd in (tasks_r, w):
             os.close(fd)
         sock.close()
         return _Grader(pid, zygote_pid, tasks_w, r, slot)
     code = 0  # the grading process: never returns
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for fd in (tasks_w, r, *theirs):
             os.close(fd)
-        if jail._LIBC is not None:
-            jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
-        jail.set_name("grade-student")
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
         set_slot(slot)
         zygote.use(zygote.Client(sock, zygote_pid))
         reset = between() if between is not None else None
@@ -376,23 +369,31 @@ def _next_wakeup(running: dict, deadline: float) -> float:
     return max(0.01, min(1.0, oldest + deadline - time.monotonic()))
 
 
+def _fork(name: str) -> int:
+    """Fork a child of this scheduler that dies with it and with Ctrl-C, named name; return fork's answer.
+
+    Ctrl-C is held back during fork: arriving in os.fork's at-fork callbacks (logging's), it would be swallowed.
+    Released afterwards, a pending one is raised in the scheduler, and ends the child by its default action.
+    """
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if jail._LIBC is not None:
+            jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
+        jail.set_name(name)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    return pid
+
+
 def start_job(task, grade_one, slot: int, tries: int, slot_uid: bool = True) -> _Running:
     r, w = os.pipe()
     gc.freeze()  # nobody collects the inherited heap: a full collection walks all of torch and copies its pages
-    # Ctrl-C held back during fork: arriving in os.fork's at-fork callbacks (logging's), it would be swallowed
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    pid = os.fork()
-    if pid:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending Ctrl-C is raised here, in the scheduler
+    pid = _fork("grade-student" if slot_uid else "grade-helper")
     if pid == 0:  # the grading process: never returns
         code = 0
         try:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(r)
-            if jail._LIBC is not None:
-                jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
-            jail.set_name("grade-student" if slot_uid else "grade-helper")
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
             if slot_uid:
                 set_slot(slot)
             data = json.dumps(grade_one(task)).encode()
