@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -99,6 +100,67 @@ def test_a_killed_grader_leaves_no_sandbox_running(tmp_path):
     while _pids_with_uid(uid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _pids_with_uid(uid), "a sandbox outlived the grader that started it"
+
+
+FORK_UNDER_TERM = """
+import json, os, signal
+from grader.sandbox import jail, zygote
+from grader.classroom import pool
+from grader.truth import server
+
+class Boom(Exception):
+    pass
+
+def on_term(*_):
+    raise Boom
+
+signal.signal(signal.SIGTERM, on_term)
+armed = [False]
+
+def before():  # a TERM that arrives while fork runs its handlers
+    if armed[0]:
+        armed[0] = False
+        os.kill(os.getpid(), signal.SIGTERM)
+
+os.register_at_fork(before=before)
+
+def child_exits(pid):
+    if pid == 0:
+        os._exit(0)
+
+CALLS = {
+    "jail.fork": lambda: child_exits(jail.fork()),
+    "jail.fork_child": lambda: child_exits(jail.fork_child()[0]),
+    "jail._fork_through_helper": lambda: child_exits(jail._fork_through_helper()[0]),
+    "zygote.start": lambda: zygote.start(),
+    "pool._fork": lambda: child_exits(pool._fork("grade-test")),
+    "truth.server._fork": lambda: server._fork(lambda: None, lambda: None),
+}
+got = {}
+for name, call in CALLS.items():
+    armed[0] = True
+    try:
+        call()
+        got[name] = "lost"
+    except Boom:
+        got[name] = "raised"
+print(json.dumps(got))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork and namespaces are Linux's")
+@pytest.mark.parametrize("mode", ["as started", "normal user"])
+def test_a_term_that_arrives_during_any_fork_still_unwinds_the_grader(mode):
+    """A TERM sent while fork runs its at-fork handlers is raised after fork returns, never lost in a handler."""
+    command = [sys.executable, "-c", FORK_UNDER_TERM]
+    if mode == "normal user":
+        if not jail.is_root() or shutil.which("unshare") is None:
+            pytest.skip("a normal user is made from root with unshare")
+        command = ["unshare", "--user", "--map-user=1000", "--map-group=1000", *command]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout)
+    assert got == dict.fromkeys(got, "raised") and len(got) == 6, got
 
 
 @pytest.mark.skipif(not (sys.platform == "linux" and jail.is_root()), reason="the uid switch needs root")

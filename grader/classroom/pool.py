@@ -372,18 +372,17 @@ def _next_wakeup(running: dict, deadline: float) -> float:
 def _fork(name: str) -> int:
     """Fork a child of this scheduler that dies with it and with Ctrl-C, named name; return fork's answer.
 
-    Ctrl-C is held back during fork: arriving in os.fork's at-fork callbacks (logging's), it would be swallowed.
-    Released afterwards, a pending one is raised in the scheduler, and ends the child by its default action.
+    Ctrl-C is held back during fork (jail.fork). Released afterwards, a pending one is raised in the scheduler,
+    and ends the child by its default action.
     """
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    pid = os.fork()
-    if pid == 0:
+
+    def in_child():
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         if jail._LIBC is not None:
             jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
         jail.set_name(name)
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    return pid
+
+    return jail.fork(in_child)
 
 
 def start_job(task, grade_one, slot: int, tries: int, slot_uid: bool = True) -> _Running:

@@ -214,6 +214,26 @@ def set_name(name: str) -> None:
         _LIBC.prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
 
 
+UNWINDING = frozenset({signal.SIGINT, signal.SIGTERM})  # what `grade` unwinds on (KeyboardInterrupt, SystemExit)
+
+
+def fork(in_child=None) -> int:
+    """os.fork with INT and TERM held back until it returns; in_child() runs in the child before they are let in.
+
+    A signal that arrives while fork runs its handlers (os.register_at_fork: logging's lock, ...) would raise in
+    one of them, where the exception is printed and dropped: a TERM then was lost and the grader went on. Held,
+    it is delivered just after, in the parent, where it unwinds as anywhere else.
+    """
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, UNWINDING)
+    try:
+        pid = os.fork()
+        if pid == 0 and in_child is not None:
+            in_child()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # in both processes
+    return pid
+
+
 def _unshare(flags: int) -> bool:
     return _LIBC is not None and _LIBC.unshare(flags) == 0
 
@@ -236,10 +256,10 @@ class PidNamespaceForker:
     def fork(self) -> tuple[int, bool]:
         """Fork; return (pid, whether the child got its own PID namespace)."""
         if self.own is None or not _unshare(CLONE_NEWPID):
-            return os.fork(), False
+            return fork(), False
         try:
-            pid = os.fork()
-        except OSError:
+            pid = fork()
+        except BaseException:  # fork failed, or a held Ctrl-C or TERM arrived: the parent unwinds in its own namespace
             _LIBC.setns(self.own, CLONE_NEWPID)
             raise
         if pid:  # the parent (fork's answer, never getpid(): a grader may itself be PID 1 of a container)
@@ -258,7 +278,7 @@ def fork_child() -> tuple[int, bool]:
     so the pid returned is the helper's, and killing it takes the child along (parent-death signal).
     """
     if _LIBC is None:
-        return os.fork(), False
+        return fork(), False
     if is_root():
         forker = _FORKER.get(os.getpid())
         if forker is None:  # one per process: each holds a descriptor of this process's own PID namespace
@@ -270,7 +290,7 @@ def fork_child() -> tuple[int, bool]:
 
 def _fork_through_helper() -> tuple[int, bool]:
     r, w = os.pipe()
-    helper = os.fork()
+    helper = fork()
     if helper:
         os.close(w)
         ok = os.read(r, 1) == b"1"
@@ -283,7 +303,7 @@ def _fork_through_helper() -> tuple[int, bool]:
     if ok:
         _write_proc("/proc/self/setgroups", "deny")
         ok = _write_proc("/proc/self/uid_map", f"{uid} {uid} 1") and _write_proc("/proc/self/gid_map", f"{gid} {gid} 1")
-    child = os.fork()
+    child = fork()
     if child == 0:
         os.close(w)
         return 0, ok

@@ -53,7 +53,7 @@ def start(close_in_zygote=()) -> tuple[int, socket.socket]:
     close_in_zygote: descriptors of this process that the zygote must not hold (other processes' pipes).
     """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.fork()
+    pid = jail.fork()
     if pid == 0:  # the zygote: never returns
         code = 0
         try:

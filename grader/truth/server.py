@@ -55,21 +55,12 @@ def fork_helper(todo):
     return pid, r, todo
 
 
-_UNWINDING = {signal.SIGINT, signal.SIGTERM}  # what `grade` unwinds on (KeyboardInterrupt, SystemExit)
-
-
 def _fork(close, body) -> int:
     """Fork a process that builds truth: it closes what is not its own, runs body(), exits; return its pid.
 
-    INT and TERM are held back while fork runs its handlers (os.register_at_fork: logging's lock, ...): an
-    exception raised in one of them is printed and dropped, so a TERM that arrived then was lost and the grader
-    went on grading. Held, it arrives just after, where it unwinds as anywhere else.
+    INT and TERM are held back during fork (jail.fork), so one that arrives then unwinds the grader as anywhere else.
     """
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _UNWINDING)
-    try:
-        pid = os.fork()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # in both processes
+    pid = jail.fork()
     if pid == 0:  # never returns
         code = 0
         try:
