@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
+import pytest
 import torch
 
 from grader.grading import compare as cmp
 from grader.grading.runner import Outcome, judge
+from grader.sandbox import zygote
 from grader.sandbox.wire import Returned
 from grader.spec import catalogue
 from grader.truth import fixture
@@ -27,12 +31,34 @@ def _exact_answers(fx: fixture.Fixture) -> dict[str, torch.Tensor]:
     }
 
 
-def test_answers_as_right_as_autograds_pass_on_every_hidden_geometry():
-    missed_by_allclose, judged = set(), 0
+@pytest.mark.parametrize("built", ["with its noise", "as a zygote's client builds it"])
+def test_answers_as_right_as_autograds_pass_on_every_hidden_geometry(built):
+    """The same whether the rounding allowance was computed with the truth, or only where allclose alone says no."""
+    missed_by_allclose = set()
     items = {i.var: i for i in catalogue.items(("ex1",))}
     public = fixture.build(fixture.PRIMARY)
+    with fixture.BUILT.emptied(), _zygote_client(built != "with its noise"):
+        judged = _judge_every_geometry(items, public, missed_by_allclose, built)
+    # the test means something only if plain allclose (atol 1e-8) fails some of these geometries
+    assert {"dW2 in float64", "dlogit_maxes = 0"} <= missed_by_allclose
+    assert judged == 4 * GEOMETRIES
+
+
+@contextlib.contextmanager
+def _zygote_client(on: bool):
+    """Build fixtures as a process whose sandboxes a zygote forks (it forks none, so waits to need the noise)."""
+    zygote.use(object() if on else None)
+    try:
+        yield
+    finally:
+        zygote.use(None)
+
+
+def _judge_every_geometry(items, public, missed_by_allclose, built) -> int:
+    judged = 0
     for k in range(GEOMETRIES):
         fx = fixture.build(fixture.hidden_geometry(f"noise-{k}"))
+        assert bool(fx.noise) == (built == "with its noise")
         answers, public_answers = _exact_answers(fx), _exact_answers(public)
         for label, (grad, value) in answers.items():
             if not torch.allclose(value, fx.truth[grad], atol=1e-8):
@@ -42,9 +68,9 @@ def test_answers_as_right_as_autograds_pass_on_every_hidden_geometry():
             result = judge(item, on_public, Outcome(value=Returned(value, False, False)), public, fx)
             assert (result.status, result.traps) == ("passed", []), (label, k, result.message)
             judged += 1
-    # the test means something only if plain allclose (atol 1e-8) fails some of these geometries
-    assert {"dW2 in float64", "dlogit_maxes = 0"} <= missed_by_allclose
-    assert judged == 4 * GEOMETRIES
+        if any(not torch.allclose(v, fx.truth[g], atol=1e-8) for g, v in answers.values()):
+            assert fx.noise, "the allowance was needed, so it was computed"
+    return judged
 
 
 def test_the_noise_term_is_far_below_any_mistake():

@@ -298,7 +298,8 @@ class Fixture:
     truth: dict[str, torch.Tensor]  # d<var> for every forward variable and parameter
     steps: list = field(default_factory=list)  # ex4.training: [(inputs, truth)] per SGD step
     variants: dict = field(default_factory=dict)  # Variant -> gradients of that known-wrong backward
-    noise: dict = field(default_factory=dict)  # d<var> -> rounding_noise() of its truth
+    noise: dict = field(default_factory=dict)  # d<var> -> rounding_noise() of its truth (see rounding)
+    ex4: bool = False  # built with ex4_forward
 
     @property
     def n(self) -> int:
@@ -317,6 +318,13 @@ class Fixture:
         h.update(self.Xb.numpy().tobytes())
         h.update(self.Yb.numpy().tobytes())
         return h.hexdigest()[:16]
+
+    def rounding(self, grad: str) -> float:
+        """Return rounding_noise() of one true gradient; a fixture built without it computes it on first use."""
+        if not self.noise:
+            fwd = ex4_forward if self.ex4 else forward
+            self.noise.update(rounding_noise(self.params, self.Xb, self.Yb, self.truth, fwd=fwd))
+        return self.noise[grad]
 
     def secrets(self):
         """Yield every tensor a sandboxed child must not be able to read."""
@@ -371,7 +379,8 @@ def build(g: Geometry, data: str | None = None, ex4: bool = False, seal: bool = 
     server, a helper) and never forks a sandbox; the receiving process puts them in its arena. A process whose
     sandboxes a zygote forks (a batch's long-lived grading process) never seals either.
     """
-    keep = arena.seal_all if seal and zygote.current() is None else dict  # a zygote's client forks no sandbox
+    forks_here = zygote.current() is None  # a zygote's client forks no sandbox
+    keep = arena.seal_all if seal and forks_here else dict
     key = (g, data, ex4)
     if key in BUILT:
         return BUILT[key]
@@ -382,8 +391,7 @@ def build(g: Geometry, data: str | None = None, ex4: bool = False, seal: bool = 
     Xb, Yb = sample_batch(examples, g.n, batch_gen)  # (32, 3), (32,)
     if ex4:
         tensors, _, truth = _ex4_inputs(params, Xb, Yb)
-        fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, keep(truth))
-        fx.noise = rounding_noise(params, Xb, Yb, truth, fwd=ex4_forward)
+        fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, keep(truth), ex4=True)  # Ex4 needs no noise
         # ex4.training: consecutive SGD steps driven by autograd; the student is fed each step's forward
         p = {k: v.clone() for k, v in params.items()}
         for _ in range(TRAINING_STEPS if g == EX4_PRIMARY else HIDDEN_TRAINING_STEPS):
@@ -394,7 +402,8 @@ def build(g: Geometry, data: str | None = None, ex4: bool = False, seal: bool = 
     else:
         tensors, truth = autograd_truth(params, Xb, Yb)
         fx = Fixture(g, corpus.digest, Xb, Yb, params, tensors, keep(truth))
-        fx.noise = rounding_noise(params, Xb, Yb, truth)
+        if forks_here:  # now, not after a sandbox may be forked from here; a zygote's client waits for a need
+            fx.noise = rounding_noise(params, Xb, Yb, truth)
     BUILT[key] = fx
     return fx
 

@@ -305,8 +305,9 @@ def _receive(fd: int, keys: list) -> dict:
                 parts[path[0]] = value
             else:
                 parts[path[0]][path[1]] = value
-        g, _, _ = key
+        g, _, ex4 = key
         fx = fixture.Fixture(g, desc["digest"], parts["Xb"], parts["Yb"], parts["params"], parts["tensors"], {})
+        fx.ex4 = ex4
         fx.truth.update(parts["truth"])
         fx.noise.update({k: float(v) for k, v in desc["noise"].items()})
         fx.steps.extend(steps)
