@@ -583,6 +583,8 @@ def _grad_mode_check():
 
 def _call(fn, args: dict):
     """Call fn with its inputs by name; those before a `/` (positional-only) go by position, in order."""
+    if type(fn) is types.FunctionType and not fn.__code__.co_posonlyargcount and not _SIGNED.intersection(fn.__dict__):
+        return fn(**args)  # a plain function without a `/`: what its signature would say, without reading it
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -595,6 +597,9 @@ def _call(fn, args: dict):
             break  # a missing input: the call raises TypeError as it would anywhere
         positional.append(args.pop(p.name) if p.name in args else p.default)
     return fn(*positional, **args)
+
+
+_SIGNED = frozenset({"__wrapped__", "__signature__", "_partialmethod"})  # what inspect.signature reads first
 
 
 def _signature(fn) -> dict:
@@ -625,12 +630,32 @@ def child_main(req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bo
     req_r, rep_w = settle_descriptors(req_r, rep_w, out_fd)
     sys.stdout = open(1, "w", buffering=1, closefd=False)  # the parent's may wrap another fd (pytest's capture)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
+    if not _PREPARED[0]:  # a zygote did this once for every child it forks (prepare_forks)
+        scrub_secrets()
+        torch.set_num_threads(1)
+        warm_up()
+    protections = jail.enter(jail_path or jail.jail().path, uid, limits, pid_ns)
+    if not _PREPARED[0]:
+        arm()
+    ChildServer(req_r, rep_w, protections, shared).serve()
+
+
+_PREPARED = [False]
+
+
+def prepare_forks() -> None:
+    """Scrub, warm and arm this process as every sandbox child does, once, in a zygote that only forks children.
+
+    Each child forked from it then starts scrubbed and armed (and finds its allow-list built: syscalls.prebuild),
+    instead of doing it again, and shares the pages that doing it wrote.
+    """
     scrub_secrets()
     torch.set_num_threads(1)
     warm_up()
-    protections = jail.enter(jail_path or jail.jail().path, uid, limits, pid_ns)
     arm()
-    ChildServer(req_r, rep_w, protections, shared).serve()
+    jail.syscalls.prebuild(1)  # a child in its own PID namespace sees itself as PID 1
+    gc.freeze()
+    _PREPARED[0] = True
 
 
 REQUEST_FD, REPLY_FD = 3, 4  # below syscalls.MAX_FD, whatever numbers the parent's pipes had

@@ -90,12 +90,22 @@ def build(pid: int):
     return f
 
 
+_BUILT: dict = {}  # pid: the allow-list built ahead (prebuild), for children that see themselves as that pid
+
+
+def prebuild(pid: int) -> None:
+    """Build, once in a zygote, the allow-list of every child it forks that sees itself as `pid` (PID 1 of its own
+    namespace): each child then only loads it."""
+    if sc is not None:
+        _BUILT[pid] = build(pid)
+
+
 def install(pid: int) -> bool:
     """Put the calling process under the allow-list for good; True if it took."""
     if sc is None:
         return False
     try:
-        build(pid).load()  # sets no_new_privs itself
+        (_BUILT.get(pid) or build(pid)).load()  # sets no_new_privs itself
     except OSError:
         return False
     return True

@@ -169,10 +169,13 @@ def _close(fd: int) -> None:
 
 def _serve(sock: socket.socket) -> None:
     """Fork a child per request until the parent lets go; tell it how each child ended; then stop them all."""
+    from grader.sandbox import child
+
     jail.set_name("grade-zygote")
     if jail._LIBC is not None:
         jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    child.prepare_forks()  # holds no secret from here on, and every child starts armed
     children: dict[int, int] = {}  # pidfd: pid
     try:
         while True:
