@@ -26,12 +26,17 @@ class Comparison:
         return self.shape_ok and self.approx
 
 
-def close(a: torch.Tensor, b: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-8, noise: float = 0.0) -> bool:
-    """Return torch.allclose for same-shaped tensors, False otherwise (never broadcasting); see NOISE_SLACK."""
+def close(
+    a: torch.Tensor, b: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-8, noise: float = 0.0, remember: bool = True
+) -> bool:
+    """Return torch.allclose for same-shaped tensors, False otherwise (never broadcasting); see NOISE_SLACK.
+
+    remember=False: b is met once or twice (a student's own hidden truth), so its allowed error is not kept.
+    """
     if a.shape != b.shape:
         return False
     tolerance = atol + NOISE_SLACK * noise
-    allowed = _allowed(a, b, tolerance, rtol)
+    allowed = _allowed(a, b, tolerance, rtol) if remember else None
     if allowed is None:
         return bool(torch.allclose(a, b, rtol=rtol, atol=tolerance))
     return bool(((a - b).abs() <= allowed).all())  # what allclose decides, for a finite b (see compare)
