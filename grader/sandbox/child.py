@@ -416,15 +416,17 @@ class ChildServer:
                 run["args"] = {k: _plain(dec.value(v)) for k, v in run["args"].items()}
         return request
 
+    _pending = b""  # read from the request pipe past the frame being read: one read takes a whole small frame
+
     def _read_exact(self, size):
-        chunks, got = [], 0
-        while got < size:
-            chunk = os.read(self.req_r, size - got)
+        pending = self._pending
+        while len(pending) < size:
+            chunk = os.read(self.req_r, max(size - len(pending), 1 << 16))
             if not chunk:
                 return None
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
+            pending += chunk
+        self._pending = pending[size:]
+        return pending[:size]
 
     def send(self, header, blob=b""):
         header["out_end"] = _output_size()  # where this reply's prints end, for the parent to cut them there

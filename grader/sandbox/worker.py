@@ -132,6 +132,7 @@ class Worker:
         self.out = tempfile.TemporaryFile()
         self.out_pos = 0
         self.alive = True
+        self._pending = bytearray()  # what was read from the reply pipe past the frame being read (fork backend)
         self.backend = backend()
         if self.backend == "fork":
             self.start_fork()
@@ -355,19 +356,20 @@ class Worker:
     def _read(self, size: int, deadline: float) -> bytes:
         if self.proc is not None:
             return self._read_spawned(size, deadline)
-        chunks, got = [], 0
-        while got < size:
+        pending = self._pending  # one read takes what is there: a frame's prefix, header and body at once
+        while len(pending) < size:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
             readable, _, _ = select.select([self.rep_r], [], [], left)
             if readable:
-                chunk = os.read(self.rep_r, min(size - got, 1 << 20))
+                chunk = os.read(self.rep_r, max(size - len(pending), 1 << 16))
                 if not chunk:
                     raise EOFError
-                chunks.append(chunk)
-                got += len(chunk)
-        return b"".join(chunks)
+                pending += chunk
+        data = bytes(pending[:size])
+        del pending[:size]
+        return data
 
     def _read_spawned(self, size: int, deadline: float) -> bytes:
         while len(self._buffer) < size:
@@ -391,6 +393,8 @@ class Worker:
         written since the last reply). Without it, a call sent while the previous reply was being judged could
         have its prints shown under the previous call. Read with pread: the child shares this file's offset.
         """
+        if end is not None and end == self.out_pos:
+            return ""  # nothing printed since the last reply, by the child's own word (its output is all it hides)
         try:
             fd = self.out.fileno()
             size = os.fstat(fd).st_size
