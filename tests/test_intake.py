@@ -436,18 +436,20 @@ def test_metadata_with_yaml_aliases_is_refused_and_folders_are_graded_by_name(tm
 def test_a_digest_helper_that_dies_costs_no_gradebook(tmp_path, monkeypatch):
     from grader.classroom import pool
 
-    real = pool.in_child
+    killed = []
 
-    def in_child(fn, deadline=3600):
-        if deadline == 3600:  # the one helper that digests the whole class: killed, say by the OOM killer
+    class Killed(pool.Background):  # similarity is off: the one helper is the one that digests the whole class
+        def result(self, timeout=900.0):  # ... killed, say by the OOM killer
+            self.kill()
+            killed.append(self)
             raise RuntimeError("a helper process failed: its grading process was killed by SIGKILL")
-        return real(fn, deadline=deadline)
 
-    monkeypatch.setattr(pool, "in_child", in_child)
+    monkeypatch.setattr(pool, "Background", Killed)
     subs = tmp_path / "subs"
     _reference_files(subs / "ada")
     summary = grade_batch(subs, tmp_path / "out", jobs=1, limits=LIMITS, progress=False, similarity=False)
     assert summary["students"] == 1 and summary["score"]["mean"] == 42
+    assert len(killed) == 1
 
 
 def test_a_zip_listing_more_entries_than_the_limit_is_refused_before_it_is_listed(tmp_path):

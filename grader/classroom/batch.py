@@ -154,41 +154,46 @@ def grade_batch(
     entries, skipped = discover(submissions)
     if not entries:
         raise EmptyClassError(submissions, skipped)
-    (out / "students").mkdir(parents=True, exist_ok=True)
-    options = f"{limits.timeout}|{limits.memory_mb}|{data}|{policy.fingerprint()}"
-    manifest_path, journal = out / MANIFEST, out / JOURNAL
-    manifest = json.loads(manifest_path.read_text()) if resume and manifest_path.exists() else {}
-    if resume:  # what an interrupted run finished before it stopped (one line per student, as each was written)
-        manifest.update(_read_journal(journal))
-    else:
-        journal.unlink(missing_ok=True)
-    # read in a throwaway child: the scheduling process must never hold a student's files (see pool.py)
+    # the similarity check reads every file but runs no student code: it works in a child, from now on, beside the
+    # setting up below and then the grading
+    compared = pool.Background(lambda: class_similarity(entries, policy.similarity_base)) if similarity else None
+    reading = None
     try:
-        digests = pool.in_child(lambda: {e.student: _digest(e, options) for e in entries})
-    except RuntimeError:  # the helper died (a student's files exhausted its memory, say): one helper each
-        digests = {e.student: _digest_alone(e, options, per_submission(limits.timeout)) for e in entries}
-    todo = [
-        e
-        for e in entries
-        if not (
-            resume
-            and manifest.get(e.student) == digests[e.student]
-            and (out / "students" / f"{e.student}.json").exists()
-        )
-    ]
-    torch.set_num_threads(1)  # GNU OpenMP does not survive fork; the tensors here are tiny anyway
-    # the graded geometry's truth once here, for every grading process to inherit; each student's hidden geometry
-    # is drawn from their own files, and the truth server (forked now, before any student's data) builds its truth
-    catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data, None)
-    _warm_up(data)
-    collapse = pages.collapse_heap if len(todo) >= COLLAPSE_FROM else None  # see _graded
-    server = None if _long_lived() else prebuild.serve()  # a long-lived grading process builds its own truth
-    # the similarity check reads every file but runs no student code: it works beside the grading, in a child
-    try:
-        compared = pool.Background(lambda: class_similarity(entries, policy.similarity_base)) if similarity else None
+        (out / "students").mkdir(parents=True, exist_ok=True)
+        options = f"{limits.timeout}|{limits.memory_mb}|{data}|{policy.fingerprint()}"
+        manifest_path, journal = out / MANIFEST, out / JOURNAL
+        manifest = json.loads(manifest_path.read_text()) if resume and manifest_path.exists() else {}
+        if resume:  # what an interrupted run finished before it stopped (one line per student, as each was written)
+            manifest.update(_read_journal(journal))
+        else:
+            journal.unlink(missing_ok=True)
+        # read in a throwaway child (the scheduling process must never hold a student's files, see pool.py), while
+        # this process builds the lecture's truth
+        reading = pool.Background(lambda: {e.student: _digest(e, options) for e in entries})
+        torch.set_num_threads(1)  # GNU OpenMP does not survive fork; the tensors here are tiny anyway
+        # the graded geometry's truth once here, for every grading process to inherit; each student's hidden
+        # geometry is drawn from their own files, and its truth is built apart from this process (see _graded)
+        catalogue.build_fixtures(catalogue.select(catalogue.EXERCISES), data, None)
+        _warm_up(data)
+        try:
+            digests = reading.result(timeout=3600)
+        except RuntimeError:  # the helper died (a student's files exhausted its memory, say): one helper each
+            digests = {e.student: _digest_alone(e, options, per_submission(limits.timeout)) for e in entries}
+        todo = [
+            e
+            for e in entries
+            if not (
+                resume
+                and manifest.get(e.student) == digests[e.student]
+                and (out / "students" / f"{e.student}.json").exists()
+            )
+        ]
+        collapse = pages.collapse_heap if len(todo) >= COLLAPSE_FROM else None  # see _graded
+        server = None if _long_lived() else prebuild.serve()  # a long-lived grading process builds its own truth
     except BaseException:
-        if server is not None:
-            server.close()
+        for helper in (compared, reading):
+            if helper is not None:
+                helper.kill()
         raise
     bar = report.Progress(len(todo), "grading") if progress else None
     failed: list[str] = []
