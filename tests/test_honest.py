@@ -21,6 +21,7 @@ not redefine the same names share one exercise file, and one submission holds a 
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import os
 import re
@@ -285,3 +286,34 @@ def test_scan_leaves_a_files_own_names_alone(text):
 @pytest.mark.parametrize("text", LOOKALIKES_STAY_FLAGGED.values(), ids=LOOKALIKES_STAY_FLAGGED)
 def test_scan_still_flags_what_only_looks_like_an_own_name(text):
     assert scan("ex1", text), text
+
+
+SIGNATURES = (
+    "a, b",
+    "a, b=1",
+    "a, b=1, /, c=2, *args, k, m=3, **kw",
+    "*, k=1",
+    "*args",
+    "**kw",
+    "a, /, b",
+    "a, b=2, *, c, d=4",
+    "",
+    "a=1, /",
+    "*args, **kw",
+)
+
+
+@pytest.mark.parametrize("params", SIGNATURES)
+def test_a_plain_functions_parameters_are_read_as_inspect_reads_them(params):
+    """The child reads a plain function's parameters from its code object; it must agree with inspect.signature."""
+    from grader.sandbox import child
+
+    namespace: dict = {}
+    exec(f"def f({params}):\n    pass\n", namespace)
+    fn = namespace["f"]
+    kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    expected = [
+        (p.name, p.kind if p.kind in kinds else None, p.default is not p.empty)
+        for p in inspect.signature(fn).parameters.values()
+    ]
+    assert child._plain_parameters(fn) == expected

@@ -336,9 +336,15 @@ _REMOVED_BUILTINS = ("open", "input", "breakpoint", "help", "exit", "quit", "cop
 
 
 def _student_builtins() -> dict:
+    """Return a fresh builtins dict for one execution of a student's file (taken from what prepare_forks kept)."""
+    if _BUILTINS:
+        return dict(_BUILTINS[0])
     names = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
     names["__import__"] = _guarded_import
     return names
+
+
+_BUILTINS: list[dict] = []  # the builtins a student's file gets, made once in a zygote before any student code
 
 
 def scrub_secrets():
@@ -605,21 +611,48 @@ _SIGNED = frozenset({"__wrapped__", "__signature__", "_partialmethod"})  # what 
 
 
 def _signature(fn) -> dict:
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return {"params": [], "error": "its signature cannot be read"}
+    """Return a function's parameters as the parent binds them: names, which have defaults, and why it cannot."""
+    if type(fn) is types.FunctionType and not _SIGNED.intersection(fn.__dict__):
+        kinds = _plain_parameters(fn)  # what inspect.signature reads, read straight from the code object
+    else:
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return {"params": [], "error": "its signature cannot be read"}
+        kinds = [(p.name, p.kind, p.default is not p.empty) for p in sig.parameters.values()]
     params, error = [], None
-    for p in sig.parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            star = "*" if p.kind == p.VAR_POSITIONAL else "**"
+    for name, kind, default in kinds:
+        if kind in (_STAR, _STARS):
+            star = "*" if kind == _STAR else "**"
             error = error or (
-                f"{star}{p.name[:100]} cannot be bound: name each input you need as a parameter (a decorator "
+                f"{star}{name[:100]} cannot be bound: name each input you need as a parameter (a decorator "
                 "keeps the parameters visible only with functools.wraps)"
             )
         else:
-            params.append({"name": p.name[:200], "default": p.default is not p.empty})
+            params.append({"name": name[:200], "default": default})
     return {"params": params[: wire.MAX_ITEMS], "error": error}
+
+
+_STAR, _STARS = inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD
+_VARARGS, _VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+
+
+def _plain_parameters(fn: types.FunctionType) -> list[tuple[str, object, bool]]:
+    """Return (name, kind, has a default) of a plain function's parameters, in inspect.signature's order."""
+    code = fn.__code__
+    positional, keyword_only = code.co_argcount, code.co_kwonlyargcount
+    names = code.co_varnames
+    defaults, kwdefaults = fn.__defaults__ or (), fn.__kwdefaults__ or {}
+    first_default = positional - len(defaults)
+    out = [(names[k], None, k >= first_default) for k in range(positional)]
+    at = positional + keyword_only
+    if code.co_flags & _VARARGS:
+        out.append((names[at], _STAR, False))
+        at += 1
+    out += [(names[k], None, names[k] in kwdefaults) for k in range(positional, positional + keyword_only)]
+    if code.co_flags & _VARKEYWORDS:
+        out.append((names[at], _STARS, False))
+    return out
 
 
 def child_main(req_r: int, rep_w: int, out_fd: int, limits, uid: int, pid_ns: bool, jail_path: str | None, shared=None):
@@ -655,6 +688,7 @@ def prepare_forks() -> None:
     torch.set_num_threads(1)
     warm_up()
     arm()
+    _BUILTINS.append(_student_builtins())
     jail.syscalls.prebuild(1)  # a child in its own PID namespace sees itself as PID 1
     gc.freeze()
     _PREPARED[0] = True

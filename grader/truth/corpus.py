@@ -6,7 +6,7 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -35,9 +35,9 @@ class Corpus:
     words: tuple[str, ...]
     source: str
 
-    @property
+    @cached_property
     def digest(self) -> str:
-        """Return a short checksum of the word list."""
+        """Return a short checksum of the word list (computed once: every fixture built names it)."""
         return hashlib.sha256("\n".join(self.words).encode()).hexdigest()[:16]
 
     @property
