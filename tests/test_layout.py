@@ -125,3 +125,35 @@ def test_the_laptop_sandbox_starts_before_torch_is_imported():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_grade_batch_starts_its_similarity_check_before_torch_is_imported(tmp_path):
+    """The class is found and compared in a child while torch loads (it takes a core for over a second): the real
+    command's path up to early.start, the reading of every kind of file included, imports no torch."""
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    shutil.copytree(root / "reference", tmp_path / "subs" / "ada")
+    code = (
+        "import sys\n"
+        "from grader.classroom import early\n"
+        "real = early.start\n"
+        "def start(*args, **kwargs):\n"
+        "    before = 'torch' in sys.modules\n"
+        "    got = real(*args, **kwargs)\n"
+        "    print(before, 'torch' in sys.modules, [e.student for e in got.entries], got.compared is not None)\n"
+        "    got.compared.kill()\n"
+        "    raise SystemExit(0)\n"
+        "early.start = start\n"
+        "from grader.cli.main import main\n"
+        f"main(['batch', {str(tmp_path / 'subs')!r}, '--out', {str(tmp_path / 'out')!r}])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert proc.stdout.split() == ["False", "False", "['ada']", "True"], proc.stderr[-2000:]
+    reading = "from grader.submissions.notebook import notebook_sources\nimport grader.classroom.reports.similarity\n"
+    out = subprocess.run(
+        [sys.executable, "-c", reading + "import sys\nprint('torch' in sys.modules)"], capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "False", out.stderr[-2000:]

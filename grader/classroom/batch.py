@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import torch
 
 from grader.classroom import pool
 from grader.classroom.deadline import per_submission
-from grader.classroom.reports import EmptyClassError, class_similarity, write_outputs
+from grader.classroom.early import BatchNeedsLinux, Early  # noqa: F401 (BatchNeedsLinux re-exported)
+from grader.classroom.early import start as start_early
+from grader.classroom.reports import write_outputs
 from grader.classroom.reports.html import html_report  # noqa: F401 (re-exported)
 from grader.classroom.reports.sources import graded_sources
 from grader.classroom.reports.summary import summarize  # noqa: F401 (re-exported)
@@ -25,10 +26,6 @@ from grader.truth import server as prebuild
 
 MANIFEST = "manifest.json"
 JOURNAL = ".graded"  # a line per student as their file is written: what --resume keeps after an interrupted run
-
-
-class BatchNeedsLinux(RuntimeError):
-    """`grade batch` was run on a platform without fork and namespaces."""
 
 
 # Huge pages take ~0.15 s of CPU (0.3 s wall) to make, and each sandbox forked from them costs ~8 ms less kernel
@@ -136,29 +133,23 @@ def grade_batch(
     canvas_assignment: str | None = None,
     policy: Policy | None = None,
     unsafe: bool = False,
+    early: Early | None = None,
 ) -> dict:
     """Grade every submission in a folder into OUT and return the class summary.
 
     unsafe: grade even where the sandbox's minimum walls cannot be put up (jail.WallsMissing otherwise).
+    early: what early.start() began for this folder before torch was imported (the command's way); None starts
+    it now.
     """
-    if not hasattr(os, "fork") or sys.platform != "linux":
-        raise BatchNeedsLinux(
-            "grade batch needs Linux: it forks grading processes and sandboxes each student in "
-            "its own namespaces. Grade single submissions here with `grade all --submission DIR`."
-        )
-    walls = protections()
-    if walls.missing_minimum() and not unsafe:
-        raise jail.WallsMissing(walls.missing_minimum())
     limits = limits or Limits()
     policy = policy or Policy()
-    entries, skipped = discover(submissions)
-    if not entries:
-        raise EmptyClassError(submissions, skipped)
-    # the similarity check reads every file but runs no student code: it works in a child, from now on, beside the
-    # setting up below and then the grading
-    compared = pool.Background(lambda: class_similarity(entries, policy.similarity_base)) if similarity else None
+    early = early or start_early(submissions, policy.similarity_base, similarity)
+    entries, skipped, compared = early.entries, early.skipped, early.compared
     reading = None
     try:
+        walls = protections()
+        if walls.missing_minimum() and not unsafe:
+            raise jail.WallsMissing(walls.missing_minimum())
         (out / "students").mkdir(parents=True, exist_ok=True)
         options = f"{limits.timeout}|{limits.memory_mb}|{data}|{policy.fingerprint()}"
         manifest_path, journal = out / MANIFEST, out / JOURNAL

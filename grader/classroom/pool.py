@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from grader.sandbox import costs, jail, set_slot, zygote
+from grader.sandbox import costs, jail, zygote
 
 MAX_RESULT_BYTES = 64 << 20
 
@@ -206,6 +206,8 @@ def _start_grader(tasks, grade_one, slot: int, others: list[_Grader], between) -
     try:
         for fd in (tasks_w, r, *theirs):
             os.close(fd)
+        from grader.sandbox import set_slot  # here: pool itself imports no torch (batch.py starts a Background first)
+
         set_slot(slot)
         zygote.use(zygote.Client(sock, zygote_pid))
         reset = between() if between is not None else None
@@ -394,6 +396,8 @@ def start_job(task, grade_one, slot: int, tries: int, slot_uid: bool = True) -> 
         try:
             os.close(r)
             if slot_uid:
+                from grader.sandbox import set_slot
+
                 set_slot(slot)
             data = json.dumps(grade_one(task)).encode()
             view = memoryview(data)

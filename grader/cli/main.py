@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from grader.grading.traps import LEVELS
 from grader.show import table as report
-from grader.spec import catalogue
+from grader.spec import EXERCISES
+from grader.spec.policy import LEVELS
 
 DEFAULT_SUBMISSION = "exercises"
 
@@ -95,7 +95,7 @@ def _policy(course, folder, inside: bool = True):
 
 
 def _make_grade_command(which: str):
-    exercises = catalogue.EXERCISES if which == "all" else (which,)
+    exercises = EXERCISES if which == "all" else (which,)
 
     @click.option(
         "--submission",
@@ -121,6 +121,7 @@ def _make_grade_command(which: str):
     def command(submission, only, as_json, verbose, level, hints, timeout, data, course, **extra):
         from grader.grading.runner import grade
         from grader.sandbox import Limits
+        from grader.spec import catalogue
 
         if only:
             known = {i.name for i in catalogue.items(exercises)} | {i.id for i in catalogue.items(exercises)}
@@ -132,7 +133,7 @@ def _make_grade_command(which: str):
         if submission is None:
             submission = _default_submission()
         graded = Path(submission)
-        if not (graded.is_dir() and any((graded / f"{ex}.py").is_file() for ex in catalogue.EXERCISES)):
+        if not (graded.is_dir() and any((graded / f"{ex}.py").is_file() for ex in EXERCISES)):
             from grader.submissions.notebook.submission import cli_submission  # a notebook or an archive: read it first
 
             try:
@@ -316,13 +317,19 @@ ROOT = Path(__file__).resolve().parents[2]  # the source checkout: reference/ an
 )
 def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canvas_assignment, data, course, unsafe):
     """Grade every submission in SUBMISSIONS: folders, archives, notebooks, Canvas or Gradescope downloads."""
-    from grader.classroom.batch import BatchNeedsLinux, grade_batch
+    from grader.classroom import early
     from grader.classroom.reports import EmptyClassError, detail_line
-    from grader.sandbox import Limits, jail
 
     policy = _policy(course, submissions)
-    limits = Limits(timeout=timeout, memory_mb=memory)
     report.note(_policy_line(policy))
+    try:  # the class found and its similarity check started before torch is imported, which takes a core a while
+        started = early.start(submissions, policy.similarity_base, similarity)
+    except (EmptyClassError, early.BatchNeedsLinux) as exc:
+        raise click.ClickException(str(exc)) from exc
+    from grader.classroom.batch import grade_batch
+    from grader.sandbox import Limits, jail
+
+    limits = Limits(timeout=timeout, memory_mb=memory)
     try:
         summary = grade_batch(
             submissions,
@@ -335,8 +342,9 @@ def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canva
             similarity=similarity,
             canvas_assignment=canvas_assignment,
             unsafe=unsafe,
+            early=started,
         )
-    except (EmptyClassError, BatchNeedsLinux, jail.WallsMissing) as exc:
+    except jail.WallsMissing as exc:
         raise click.ClickException(str(exc)) from exc
     report.note(report.batch_line(summary, out))
     report.note(detail_line(summary))

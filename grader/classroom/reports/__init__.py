@@ -6,10 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from grader.classroom.reports.feedback import write_feedback
-from grader.classroom.reports.html import html_report
-from grader.classroom.reports.summary import summarize
-from grader.classroom.reports.tables import CANVAS_ASSIGNMENT, canvas_gradebook, gradebook, item_table
+# The modules that write each output are imported where they are used: they import torch (the catalogue),
+# and `grade batch` starts the similarity check from this package before torch is imported.
 
 EMPTY_CLASS = "no submission to grade in {folder}"
 DETAIL_LINE = "{skipped} entries skipped, {flagged} students flagged by intake, {pairs} similar pairs; see report.html"
@@ -64,6 +62,10 @@ def write_outputs(
     similarity: True to compare the class now, False not to, or the dict class_similarity() already returned.
     sources: the code each student was graded on, for report.html only (see write_report).
     """
+    from grader.classroom.reports.feedback import write_feedback
+    from grader.classroom.reports.summary import summarize
+    from grader.classroom.reports.tables import CANVAS_ASSIGNMENT, canvas_gradebook, gradebook, item_table
+
     stale = remove_stale(out / "students", set(students))
     late_rule = "late" in (policy or {})  # course.toml's [late]: the gradebook states the raw score and the penalty
     _write_text(out / "gradebook.csv", gradebook(students, late_rule=late_rule))
@@ -94,6 +96,8 @@ def write_report(path: Path, summary: dict, students: dict[str, dict], sources=N
     whose memory grading processes inherit (see sources.py). If that child fails, the page is written here without
     the code, and says why.
     """
+    from grader.classroom.reports.html import html_report
+
     note = ""
     if callable(sources):
         from grader.classroom import pool

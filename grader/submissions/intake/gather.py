@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from grader.spec import catalogue
+from grader.spec import EXERCISES
 from grader.submissions.intake import messages as msg
 from grader.submissions.intake.files import (
     MAX_ARCHIVE_BYTES,
@@ -92,7 +92,7 @@ def exercise_of(filename: str) -> str | None:
     if len(found) != 1:
         return None
     (ex,) = found
-    return ex if ex in catalogue.EXERCISES else None
+    return ex if ex in EXERCISES else None
 
 
 def archive_suffix(filename: str) -> str | None:

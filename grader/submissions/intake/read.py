@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.spec import catalogue
+from grader.spec import EXERCISES
 from grader.spec import parse as bounded
 from grader.spec import stubs as spec_stubs
 from grader.submissions.intake import messages as msg
@@ -59,7 +59,7 @@ def _stubs() -> dict[str, str]:
     """Return the stubs as released: the files in exercises/, or where one is filled in (an instructor's working
     copy), the committed one (git HEAD), as `grade release` ships; never a filled-in file."""
     stubs, committed = {}, None
-    for ex in catalogue.EXERCISES:
+    for ex in EXERCISES:
         try:
             data = (STUBS / f"{ex}.py").read_bytes()
             spec_stubs.check_stub(f"{ex}.py", data, str(STUBS))
@@ -158,7 +158,7 @@ def choose(
     stub_only: dict[str, list] = {}  # exercise -> its stub files, when a notebook may still give it
     exercises = [exercise_of(f.name.rsplit("/", 1)[-1]) for f in gathered.files]  # once per file, not per exercise
     normal: dict[str, str] = {}  # text -> _normal(text): each text normalised once
-    for ex in catalogue.EXERCISES:
+    for ex in EXERCISES:
         cands = [f for f, of in zip(gathered.files, exercises, strict=True) if of == ex]
         if not cands:
             continue
@@ -240,7 +240,7 @@ def _add_notebooks(sub: IntakeSubmission, notebooks: list[Found]) -> None:
     """
     if not notebooks:
         return
-    missing = [ex for ex in catalogue.EXERCISES if ex not in sub.sources and ex not in sub.problems]
+    missing = [ex for ex in EXERCISES if ex not in sub.sources and ex not in sub.problems]
     reader = _notebook_reader()
     read = []  # (notebook, its sources, its notes)
     for nb in sorted(notebooks, key=lambda f: (f.depth, f.name)):
@@ -258,7 +258,7 @@ def _add_notebooks(sub: IntakeSubmission, notebooks: list[Found]) -> None:
             read.append((nb, path.name, sources, notes))
     read.sort(key=lambda r: -sum(_gives(r[2], ex) for ex in missing))  # stable: depth and name break ties
     wanted = tuple(f"{ex}:" for ex in missing)
-    others = tuple(f"{ex}:" for ex in catalogue.EXERCISES if ex not in missing)
+    others = tuple(f"{ex}:" for ex in EXERCISES if ex not in missing)
     for nb, _, _, notes in read:
         kept = [n for n in notes if n.startswith(wanted) or not n.startswith(others)]  # not about a .py's exercise
         sub.notes += [msg.NOTEBOOK_NOTE.format(name=nb.name, note=n) for n in kept]

@@ -10,7 +10,7 @@ from grader.submissions.notebook import layout
 from grader.submissions.notebook import messages as msg
 from grader.submissions.notebook import names as nm
 from grader.submissions.notebook.layout import EX4_GRADS, FUNCTIONS, Parsed, Unit
-from grader.truth import fixture
+from grader.truth import names as fixture  # the model's names, without torch
 
 BATCH = ("Xb", "Yb", "n")
 INPUTS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.spec import catalogue
+from grader.spec import EXERCISES, SHORTCUT_GRADS
 from grader.submissions.notebook import build, layout
 from grader.submissions.notebook import messages as msg
 from grader.submissions.notebook import names as nm
@@ -67,8 +67,7 @@ def _functions(ex: str, cells: list[layout.Parsed], ctx: build.Context) -> tuple
     if ex == "ex1":  # each step may ask for the true gradient of any variable before it
         provided, inline = build.INPUTS[ex] | nm.GRADIENT_NAMES, frozenset()
     else:  # Ex2 and Ex3 get only what their one call is given; other gradients are worked out in their cells
-        (call,) = catalogue.select((ex,))
-        provided = build.INPUTS[ex] | frozenset(call.grads)
+        provided = build.INPUTS[ex] | frozenset(SHORTCUT_GRADS[ex])
         inline = frozenset(nm.GRADIENT_NAMES) - provided
     fns = [build.gradient_function(g, cells, ctx, provided, inline) for g in layout.FUNCTIONS[ex] if g not in real]
     fns = [f for f in fns if f is not None]
@@ -148,7 +147,7 @@ def _file_order(cells: list[Cell]) -> str | None:
 
 def _kernel_order(used: dict[str, list[Cell]]) -> str | None:
     """Return the note for a kernel whose history ran an exercise's cells after a later exercise's cells."""
-    found = [ex for ex in catalogue.EXERCISES if used.get(ex)]
+    found = [ex for ex in EXERCISES if used.get(ex)]
     for k, ex in enumerate(found):
         late = max(used[ex], key=lambda c: c.count or 0)
         for other in found[k + 1 :]:
@@ -176,7 +175,7 @@ def sources_from_cells(
     broken = layout.broken_cells(parsed)
     position = {id(p): k for k, p in enumerate(parsed)}
     sources, notes, used, said = {}, [], {}, set()
-    for ex in catalogue.EXERCISES:
+    for ex in EXERCISES:
         cells_ex = groups[ex]
         bad = broken.get(ex)
         if bad is not None and all(position[id(c)] < position[id(bad)] for c in cells_ex):

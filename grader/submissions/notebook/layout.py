@@ -10,7 +10,7 @@ from functools import cached_property
 from grader.spec import parse as bounded
 from grader.submissions.notebook import names as nm
 from grader.submissions.notebook.cells import Cell
-from grader.truth import fixture
+from grader.truth import names as fixture  # the model's names, without torch
 
 EX1_GRADS = tuple("d" + v for v in fixture.EX1_ORDER)
 EX1_ONLY = frozenset(EX1_GRADS) - {"dlogits", "dhprebn"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from grader.truth import fixture
+from grader.truth import names as fixture  # the model's names, without torch
 
 # every name a gradient can have: d<var> for each forward variable and parameter of either forward pass
 KNOWN_VARS = {*fixture.EX1_ORDER, *fixture.FORWARD_NAMES, *fixture.EX4_FORWARD_NAMES, *fixture.PARAM_NAMES} - {"loss"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.spec import catalogue
+from grader.spec import EXERCISES
 from grader.submissions.notebook import messages as msg
 from grader.submissions.notebook.convert import notebook_sources
 from grader.submissions.sources import Submission
@@ -37,7 +37,7 @@ def find_notebook_submission(folder: Path) -> tuple[Submission, str] | None:
 
 def notes_for(notes: list[str], exercises) -> list[str]:
     """Return the notes that concern the given exercises (or no exercise in particular)."""
-    others = tuple(f"{ex}:" for ex in catalogue.EXERCISES if ex not in exercises)
+    others = tuple(f"{ex}:" for ex in EXERCISES if ex not in exercises)
     return [n for n in notes if not n.startswith(others)] if others else list(notes)
 
 
@@ -46,7 +46,7 @@ def cli_submission(path: Path) -> Path | Submission:
     path = Path(path)
     if path.is_file() and is_notebook(path):
         return read_notebook_submission(path)
-    if path.is_dir() and any((path / f"{ex}.py").is_file() for ex in catalogue.EXERCISES):
+    if path.is_dir() and any((path / f"{ex}.py").is_file() for ex in EXERCISES):
         return path
     if not path.exists():
         raise ValueError(msg.NO_SUCH_SUBMISSION.format(path=path))
