@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -830,3 +831,42 @@ def test_one_unreadable_gradient_costs_only_its_own_ex4_item(tmp_path):
     by = {i.name: i for i in result.items}
     assert by["dW1"].status == "error" and wire.unreadable(torch.empty(1, device="meta")) in by["dW1"].message
     assert all(i.status == "passed" for n, i in by.items() if n not in ("dW1", "training")), by
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork is Linux's")
+def test_a_zygote_forgets_every_secret_and_arms_itself_before_its_first_fork():
+    """child.prepare_forks, run once in a zygote, does for its children what each child did for itself."""
+    from grader.sandbox import arena, child, syscalls
+    from grader.spec.policy import Policy
+    from grader.truth import fixture
+
+    sealed = arena.ARENA.seal(torch.full((64,), 3.0))  # the lecture's truth, as the scheduler holds it
+    policy = Policy(secret="the course secret")
+    fixture.hidden_geometry(None, b"a student")  # the run's key in use
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            child.prepare_forks()
+            got = {
+                "truth": bool(sealed.numpy().any()),
+                "secret": policy.secret,
+                "run key": fixture._RUN_KEY,
+                "armed": child._IN_STUDENT[0],
+                "open in builtins": "open" in child._student_builtins(),
+                "allow-list built": 1 in syscalls._BUILT or syscalls.sc is None,
+                "frozen": gc.get_freeze_count() > 0,
+            }
+            os.write(w, json.dumps(got, default=str).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    got = json.loads(os.read(r, 4096) or b"{}")
+    os.close(r)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    expected = {"truth": False, "secret": None, "run key": "b''", "armed": True, "open in builtins": False}
+    assert got == {**expected, "allow-list built": True, "frozen": True}
+    assert policy.secret == "the course secret" and sealed.sum() == 192  # the parent keeps its own
