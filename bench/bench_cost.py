@@ -4,7 +4,8 @@ Builds a class of N full submissions (bench/common.build_class: half correct, ha
 wrong shapes among them), runs the real `grade batch SUBS --out OUT --jobs 2 --timeout 3` (similarity on unless
 --no-similarity) and counts every process: the whole tree's CPU and minor faults from wait4, and each role's own
 from the line it appends to GRADER_COST_LOG as it ends (grader/sandbox/costs.py): the scheduler, each grading
-process, the sandboxes each one reaped, the truth server, the similarity child; the rest is the difference.
+process, the sandboxes each one reaped, the truth server, the background children (the similarity check, the
+--resume digests); the rest is the difference.
 
     python bench/bench_cost.py [--n 200] [--big 2000] [--jobs 2] [--no-similarity] [--rounds 1]
 """
