@@ -157,3 +157,15 @@ def test_grade_batch_starts_its_similarity_check_before_torch_is_imported(tmp_pa
         [sys.executable, "-c", reading + "import sys\nprint('torch' in sys.modules)"], capture_output=True, text=True
     )
     assert out.stdout.strip() == "False", out.stderr[-2000:]
+
+
+def test_reading_one_folder_does_not_load_the_class_intake():
+    """grade exN reads its folder through intake.files: the package must not load discover and its archive readers
+    with it (they cost every student command ~5-8 ms)."""
+    import subprocess
+    import sys
+
+    code = "import sys\nimport grader.submissions.intake.files\n"
+    code += "print('grader.submissions.intake.discover' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
