@@ -317,3 +317,7 @@ def test_a_plain_functions_parameters_are_read_as_inspect_reads_them(params):
         for p in inspect.signature(fn).parameters.values()
     ]
     assert child._plain_parameters(fn) == expected
+    fn.__defaults__ = (1, 2, 3, 4)  # more defaults than parameters: the child asks inspect, as before
+    params = inspect.signature(fn).parameters.values()
+    expected = [{"name": p.name, "default": p.default is not p.empty} for p in params if p.kind not in kinds]
+    assert child._signature(fn)["params"] == expected

@@ -612,7 +612,8 @@ _SIGNED = frozenset({"__wrapped__", "__signature__", "_partialmethod"})  # what 
 
 def _signature(fn) -> dict:
     """Return a function's parameters as the parent binds them: names, which have defaults, and why it cannot."""
-    if type(fn) is types.FunctionType and not _SIGNED.intersection(fn.__dict__):
+    plain = type(fn) is types.FunctionType and not _SIGNED.intersection(fn.__dict__)
+    if plain and len(fn.__defaults__ or ()) <= fn.__code__.co_argcount:  # (more defaults: inspect's own reading)
         kinds = _plain_parameters(fn)  # what inspect.signature reads, read straight from the code object
     else:
         try:
