@@ -321,3 +321,31 @@ def test_a_plain_functions_parameters_are_read_as_inspect_reads_them(params):
     params = inspect.signature(fn).parameters.values()
     expected = [{"name": p.name, "default": p.default is not p.empty} for p in params if p.kind not in kinds]
     assert child._signature(fn)["params"] == expected
+
+
+def test_a_signature_that_raises_is_reported_not_a_crash():
+    """A student's own defaults table or __signature__ that raises: that function "cannot be read", the file loads."""
+    from grader.sandbox import child
+
+    class Table(dict):
+        def __contains__(self, key):
+            raise RuntimeError("kwdefaults boom")
+
+        def get(self, key, default=None):
+            raise RuntimeError("kwdefaults boom")
+
+    def dlogits(logits, Yb, n, *, extra=1):
+        return logits
+
+    dlogits.__kwdefaults__ = Table(extra=1)
+
+    class Signed:
+        @property
+        def __signature__(self):
+            raise SystemExit("signature boom")
+
+        def __call__(self, dhpreact):
+            return dhpreact
+
+    for fn in (dlogits, Signed()):
+        assert child._signature(fn) == {"params": [], "error": "its signature cannot be read"}

@@ -612,15 +612,14 @@ _SIGNED = frozenset({"__wrapped__", "__signature__", "_partialmethod"})  # what 
 
 def _signature(fn) -> dict:
     """Return a function's parameters as the parent binds them: names, which have defaults, and why it cannot."""
-    plain = type(fn) is types.FunctionType and not _SIGNED.intersection(fn.__dict__)
-    if plain and len(fn.__defaults__ or ()) <= fn.__code__.co_argcount:  # (more defaults: inspect's own reading)
-        kinds = _plain_parameters(fn)  # what inspect.signature reads, read straight from the code object
-    else:
-        try:
-            sig = inspect.signature(fn)
-        except (TypeError, ValueError):
-            return {"params": [], "error": "its signature cannot be read"}
-        kinds = [(p.name, p.kind, p.default is not p.empty) for p in sig.parameters.values()]
+    try:  # student objects: a __signature__ or a defaults table of their own may raise anything
+        plain = type(fn) is types.FunctionType and not _SIGNED.intersection(fn.__dict__)
+        if plain and len(fn.__defaults__ or ()) <= fn.__code__.co_argcount:  # (more defaults: inspect's reading)
+            kinds = _plain_parameters(fn)  # what inspect.signature reads, read straight from the code object
+        else:
+            kinds = [(p.name, p.kind, p.default is not p.empty) for p in inspect.signature(fn).parameters.values()]
+    except BaseException:  # noqa: B036 - SystemExit and friends from a student's property too
+        return {"params": [], "error": "its signature cannot be read"}
     params, error = [], None
     for name, kind, default in kinds:
         if kind in (_STAR, _STARS):
@@ -634,7 +633,7 @@ def _signature(fn) -> dict:
     return {"params": params[: wire.MAX_ITEMS], "error": error}
 
 
-_STAR, _STARS = inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD
+_STAR, _STARS, _EMPTY = inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD, inspect.Parameter.empty
 _VARARGS, _VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
 
 
@@ -646,11 +645,11 @@ def _plain_parameters(fn: types.FunctionType) -> list[tuple[str, object, bool]]:
     defaults, kwdefaults = fn.__defaults__ or (), fn.__kwdefaults__ or {}
     first_default = positional - len(defaults)
     out = [(names[k], None, k >= first_default) for k in range(positional)]
-    at = positional + keyword_only
+    at = at_kw_end = positional + keyword_only
     if code.co_flags & _VARARGS:
         out.append((names[at], _STAR, False))
         at += 1
-    out += [(names[k], None, names[k] in kwdefaults) for k in range(positional, positional + keyword_only)]
+    out += [(names[k], None, kwdefaults.get(names[k], _EMPTY) is not _EMPTY) for k in range(positional, at_kw_end)]
     if code.co_flags & _VARKEYWORDS:
         out.append((names[at], _STARS, False))
     return out
