@@ -8,6 +8,9 @@ process, the sandboxes each one reaped, the truth server, the background childre
 --resume digests); the rest is the difference.
 
     python bench/bench_cost.py [--n 200] [--big 2000] [--jobs 2] [--no-similarity] [--rounds 1]
+
+--rounds K runs each class K times, one after the other, and prints the medians and ranges as well: this
+machine's speed drifts by a quarter within an hour, so one run says little alone.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import collections
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,6 +78,7 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=2000, help="the larger class (0: skip)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-similarity", action="store_true")
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each class, one after the other (medians printed)")
     args = ap.parse_args()
     print(
         f"bench_cost: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; "
@@ -84,10 +89,20 @@ def main() -> None:
         for n in [args.n] + ([args.big] if args.big else []):
             subs = Path(tmp) / f"class{n}" / "subs"
             students = build_class(subs, n)
-            out = Path(tmp) / f"out{n}"
-            got = run_once(subs, out, args.jobs, not args.no_similarity)
-            check_outdir(out, students)  # every verdict as its case pins it
-            per[n] = report(n, got)
+            runs = []
+            for k in range(args.rounds):
+                out = Path(tmp) / f"out{n}_{k}"
+                got = run_once(subs, out, args.jobs, not args.no_similarity)
+                check_outdir(out, students)  # every verdict as its case pins it
+                runs.append((report(n, got), n / got["wall"]))
+            per[n] = statistics.median(cpu for cpu, _ in runs)
+            if args.rounds > 1:  # this machine's speed drifts: one run says little alone
+                rates = [rate for _, rate in runs]
+                print(
+                    f"  {n} students, median of {args.rounds} runs: {per[n]:.1f} ms per student "
+                    f"(range {min(c for c, _ in runs):.1f}-{max(c for c, _ in runs):.1f}), "
+                    f"{statistics.median(rates):.1f} subs/s (range {min(rates):.1f}-{max(rates):.1f})"
+                )
     if args.big:
         print(f"  CPU per student at {args.big} against {args.n}: {per[args.big] / per[args.n]:.2f}x")
 
