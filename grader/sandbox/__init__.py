@@ -9,7 +9,7 @@
 - spawned.py: the fallback child for platforms without fork and namespaces;
 """
 
-import importlib
+from grader.sandbox.lazy import exports
 
 # Each public name and the module that holds it, imported on first use: `from grader.sandbox import prespawn`
 # (grade exN, before anything imports torch) must not import torch through this package.
@@ -29,10 +29,4 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    """Import a public name's module when the name is first asked for."""
-    if name not in _WHERE:
-        raise AttributeError(f"module 'grader.sandbox' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"grader.sandbox.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _WHERE)
