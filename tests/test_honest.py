@@ -348,4 +348,4 @@ def test_a_signature_that_raises_is_reported_not_a_crash():
             return dhpreact
 
     for fn in (dlogits, Signed()):
-        assert child._signature(fn) == {"params": [], "error": "its signature cannot be read"}
+        assert child._signature(fn) == {"params": [], "error": child.UNREADABLE_SIGNATURE}

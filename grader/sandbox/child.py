@@ -607,6 +607,9 @@ def _call(fn, args: dict):
     return fn(*positional, **args)
 
 
+UNREADABLE_SIGNATURE = (
+    "its parameters cannot be read; define it with a plain `def` that names each input it needs as a parameter"
+)
 _SIGNED = frozenset({"__wrapped__", "__signature__", "_partialmethod"})  # what inspect.signature reads first
 
 
@@ -619,7 +622,7 @@ def _signature(fn) -> dict:
         else:
             kinds = [(p.name, p.kind, p.default is not p.empty) for p in inspect.signature(fn).parameters.values()]
     except BaseException:  # noqa: B036 - SystemExit and friends from a student's property too
-        return {"params": [], "error": "its signature cannot be read"}
+        return {"params": [], "error": UNREADABLE_SIGNATURE}
     params, error = [], None
     for name, kind, default in kinds:
         if kind in (_STAR, _STARS):
