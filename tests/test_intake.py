@@ -552,3 +552,38 @@ def test_everyday_layouts_grade_the_work_not_a_backup_or_a_name(tmp_path):
     sub = read_submission(windows)
     assert sub.to_dict()["graded_files"] == {"ex2": "ex2.py"} and "unreadable" not in sub.flags
     assert msg.READ_AS_CP1252.format(label="ex2.py") in sub.notes
+
+
+def _zip_without_utf8_flag(path: Path, names: dict[str, bool]) -> Path:
+    """Write a class zip as `zip` on Linux or an old archiver does: UTF-8 names without the UTF-8 flag, each with
+    Info-ZIP's Unicode Path extra field or not ({student: with the field})."""
+    import struct
+    import zlib
+
+    buf = io.BytesIO()
+    swaps = []
+    with zipfile.ZipFile(buf, "w") as zf:
+        for k, (student, with_field) in enumerate(names.items()):
+            for ex in ("ex1", "ex2", "ex3", "ex4"):
+                raw = f"{student}/{ex}.py".encode()
+                stand_in = f"{k}".encode().ljust(len(raw) - 7, b"_") + f"/{ex}.py".encode()  # ASCII, same length
+                info = zipfile.ZipInfo(stand_in.decode())
+                if with_field:
+                    body = b"\x01" + struct.pack("<I", zlib.crc32(raw)) + raw
+                    info.extra = struct.pack("<HH", 0x7075, len(body)) + body
+                zf.writestr(info, (REFERENCE / f"{ex}.py").read_bytes())
+                swaps.append((stand_in, raw))
+    data = buf.getvalue()
+    for stand_in, raw in swaps:  # the stored name bytes, in the local header and the central directory
+        assert data.count(stand_in) == 2
+        data = data.replace(stand_in, raw)
+    path.write_bytes(data)
+    return path
+
+
+def test_a_zip_whose_utf8_names_lack_the_flag_keeps_the_students_names(tmp_path):
+    """zipfile reads such names as cp437 (`Zoë` as `Zo├½`): the Unicode Path field, or the bytes' own UTF-8, win."""
+    path = _zip_without_utf8_flag(tmp_path / "class.zip", {"Zoë Ångström": True, "李雷": False, "plain": False})
+    entries, skipped = discover(path)
+    assert sorted(e.student for e in entries) == sorted(["Zoë Ångström", "李雷", "plain"]), skipped
+    assert all(len(read_entry(e).sources) == 4 for e in entries)

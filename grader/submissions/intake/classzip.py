@@ -18,6 +18,7 @@ from grader.submissions.intake.gather import (
     ZIP_PROBLEMS,
     Gathered,
     gather_files,
+    member_name,
     member_parts,
     read_zip_member,
     zip_entries,
@@ -61,9 +62,10 @@ class ClassZip:
         self.infos: dict[str, zipfile.ZipInfo] = {}  # "a/b/ex1.py" -> its first member of that name
         self.unsafe: list[str] = []  # members with an absolute or '..' path: never read
         for m in self.zf.infolist():
-            parts = member_parts(m.filename)
+            name = member_name(m)
+            parts = member_parts(name)
             if parts is None:
-                self.unsafe.append(m.filename)
+                self.unsafe.append(name)
                 continue
             if not parts:
                 continue

@@ -245,7 +245,7 @@ class Gathered:
 
         where: the name notes give the archive; label: what each shown name starts with."""
         for m in zf.infolist():
-            raw = m.filename
+            raw = member_name(m)
             if prefix:  # one student's folder inside a class's zip: the rest of the zip is not theirs
                 parts = member_parts(raw)  # None: an absolute or '..' path, listed in the class's skipped list
                 raw = "/".join(parts or [])
@@ -318,6 +318,34 @@ ZIP_PROBLEMS = {
     "encrypted": (msg.SKIPPED_ENCRYPTED, "an encrypted member"),
     "compression": (msg.SKIPPED_COMPRESSION, "compressed with bzip2 or lzma, which is not read"),
 }
+
+
+def member_name(m: zipfile.ZipInfo) -> str:
+    """Return a zip member's name as its writer meant it.
+
+    A name without the UTF-8 flag, which zipfile reads as cp437, is taken from Info-ZIP's Unicode Path extra field
+    (what `zip` on Linux writes) when that field matches the name, or else read as UTF-8 where its bytes are valid
+    UTF-8 (a macOS or Windows archiver's), so `Zoë` stays `Zoë` and never becomes `Zo├½`.
+    """
+    if m.flag_bits & 0x800:
+        return m.filename
+    raw = m.filename.encode("cp437")  # the bytes as stored: cp437 maps every byte
+    extra, at = m.extra, 0
+    while at + 4 <= len(extra):
+        tag, size = struct.unpack_from("<HH", extra, at)
+        body = extra[at + 4 : at + 4 + size]
+        if tag == 0x7075 and len(body) > 5 and body[0] == 1 and struct.unpack_from("<I", body, 1)[0] == zlib.crc32(raw):
+            try:
+                return body[5:].decode("utf-8")
+            except UnicodeDecodeError:
+                break
+        at += 4 + size
+    if raw.isascii():
+        return m.filename
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return m.filename
 
 
 def member_parts(filename: str) -> list[str] | None:
