@@ -145,6 +145,32 @@ def test_real_subprocess_entry_points():
     assert stubs.returncode == 1 and "score 0/26: 26 not attempted" in stubs.stdout
 
 
+def test_grade_exN_asks_a_truth_server_forked_ahead_and_forks_no_helper():
+    """`grade exN` forks the truth server with its sandbox, before reading the submission; the lecture's truth is
+    built there meanwhile, and the hidden geometries' when asked: no helper is forked for the truth."""
+    from grader.cli import _lecture_keys
+    from grader.truth import fixture
+
+    lecture, ex4 = (fixture.PRIMARY, None, False), (fixture.EX4_PRIMARY, None, True)
+    assert _lecture_keys(["ex1"]) == _lecture_keys(["ex3", "--json"]) == [lecture]
+    assert _lecture_keys(["ex4", "--full"]) == [ex4] and _lecture_keys(["all"]) == [lecture, ex4]
+    assert _lecture_keys(["ex2", "--data", "names.txt"]) == _lecture_keys(["ex2", "--data=names.txt"]) == []
+    script = (
+        "import json\n"
+        "from grader import cli\n"
+        "from grader.truth import server\n"
+        "forked, real = [], server.fork_helper\n"
+        "server.fork_helper = lambda todo: forked.append(len(todo)) or real(todo)\n"
+        "cli._fork_ahead(['all'])\n"
+        "from grader.grading.runner import grade\n"
+        f"result = grade({str(REFERENCE)!r}, sandbox=cli.take_ahead())\n"
+        "print(json.dumps({'serving': server.serving(), 'forked': forked, 'passed': result.passed}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"serving": True, "forked": [], "passed": True}
+
+
 def test_a_lone_child_warms_itself_before_its_jail(tmp_path):
     """`grade ex1` forks one child and leaves torch's lazy first calls to it: they must run before the jail."""
     lazy = (

@@ -689,6 +689,66 @@ def test_the_truth_server_builds_what_a_helper_would_and_a_dead_one_costs_nothin
     assert not prebuild.serving()
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the truth server is Linux-only")
+def test_a_truth_server_builds_its_ahead_keys_before_any_request(tmp_path, monkeypatch, no_truth_built):
+    """`grade exN` forks the server as soon as torch is imported: the lecture's truth is built while the submission
+    is read, before the server is asked; an ahead key that cannot be built costs nothing but itself."""
+    from grader.truth import fixture
+    from grader.truth import server as prebuild
+
+    lecture, broken = (fixture.PRIMARY, None, False), (fixture.PRIMARY, str(tmp_path / "no_such_names.txt"), False)
+    log, real_build = tmp_path / "built", fixture.build
+
+    def build(*key, **kwargs):  # the server is forked from here: it logs what it builds, and when
+        if key not in fixture.BUILT:
+            with log.open("a") as f:
+                f.write(f"{key[1]}\n")
+        return real_build(*key, **kwargs)
+
+    monkeypatch.setattr(fixture, "build", build)
+    prebuild.prebuild([lecture])  # a helper's: what the server must match
+    helper = fixture.BUILT.pop(lecture)
+    log.unlink()
+    forked, real = [], prebuild.fork_helper
+    monkeypatch.setattr(prebuild, "fork_helper", lambda todo: forked.append(1) or real(todo))
+    server = prebuild.serve(ahead=[broken, lecture])
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and log.read_text().count("\n") == 2) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert log.read_text().splitlines() == [broken[1], "None"], "the server did not build ahead"
+        prebuild.prebuild([lecture])
+        assert forked == [] and log.read_text().splitlines() == [broken[1], "None"], "built again when asked"
+        got = fixture.BUILT[lecture]
+        assert all(torch.equal(x, y) for x, y in zip(helper.secrets(), got.secrets(), strict=True))
+        assert torch.equal(helper.Xb, got.Xb) and helper.noise == got.noise
+    finally:
+        server.close()
+    assert not prebuild.serving()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the truth server is Linux-only")
+def test_a_sandbox_forked_beside_a_truth_server_holds_only_its_own_descriptors():
+    """A child holds 0 (an empty pipe), 1 and 2 (its output), 3 and 4 (its requests and replies), and nothing else:
+    not the truth server's socket, which the process that forks it holds."""
+    from grader.sandbox import Worker, reap
+    from grader.truth import server as prebuild
+
+    probe = (
+        "import torch\nos = torch.sys.modules['os']\nheld = []\nfor fd in range(64):\n    try:\n"
+        "        os.get_inheritable(fd)\n        held.append(fd)\n    except OSError:\n        pass\n"
+        "raise ValueError(f'held {held}')\n"
+    )
+    server = prebuild.serve()
+    try:
+        with jail.held(), Worker(LIMITS) as worker:
+            reply = worker.ask({"op": "load", "path": "ex1.py", "text": probe})
+        assert reply.ok and reply.header["error"]["message"] == "held [0, 1, 2, 3, 4]", reply.header
+    finally:
+        server.close()
+        reap(wait=True)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="grade batch needs Linux")
 def test_a_batch_builds_every_hidden_truth_in_its_server_not_in_helpers(tmp_path, monkeypatch):
     from grader.classroom.batch import grade_batch

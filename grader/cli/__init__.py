@@ -1,5 +1,6 @@
 """Entry points: the `grade` command, `grade ex4 --full` training, and Jupyter's check()."""
 
+import os
 import sys
 
 STUDENT_COMMANDS = ("ex1", "ex2", "ex3", "ex4", "all")
@@ -8,35 +9,54 @@ _AHEAD: list = []  # the sandbox child `grade exN` forked as soon as torch was i
 
 def run():
     """Run the `grade` command (the console script `grade = grader.cli:run`)."""
+    # numpy's OpenBLAS, imported with torch, starts a thread per core that spins ~0.1 s of CPU waiting for work the
+    # grader never gives it; one thread starts none (a user's own setting is kept)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = sys.argv[1:]
     if argv and argv[0] in STUDENT_COMMANDS and not {"-h", "--help"} & set(argv):
         from grader.sandbox import prespawn  # imports no torch: on a laptop the sandbox imports it meanwhile
 
         if not prespawn.start(modules=("grader.training.served",) if "--full" in argv else ()):
-            _fork_ahead()
+            _fork_ahead(argv)
     from grader.cli.main import run as main
 
     main()
 
 
-def _fork_ahead() -> None:
-    """Fork the sandbox child now, once torch and the child's own modules are imported, before the rest of the
-    grader is: it warms up and puts up its walls while this process imports, reads the submission and forks the
-    truth's helper. It holds nothing of the submission, the course or the truth: none of them exists yet. The grade
-    command takes it (take_ahead); unused, it is stopped at exit.
+def _fork_ahead(argv: list[str]) -> None:
+    """Fork the truth server and the sandbox child now, once torch and the child's own modules are imported, before
+    the rest of the grader is. The server builds the lecture's truth, the child warms up and puts up its walls,
+    while this process imports and reads the submission. Neither holds anything of the submission or the course:
+    neither exists yet. The grade command takes the child (take_ahead); unused, it is stopped at exit. The server
+    builds the truth of the submission's hidden geometries when asked, and ends with this process.
     """
     import atexit
     import signal
 
     from grader.sandbox import Limits, Worker
+    from grader.truth import server
 
     # from here on a child exists: a TERM unwinds (the child stopped, the jail removed), as once grading runs
     signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
+    try:
+        server.serve(ahead=_lecture_keys(argv))  # first: the sandbox's pipes are not the server's to hold
+    except OSError:  # no fork here now: a helper is forked for the truth later, as without a server
+        pass
     try:
         _AHEAD.append(Worker(Limits(), warm_here=False))  # a student command's limits (its --timeout aside)
     except OSError:  # no fork here now: the grade command forks its own, and says why if that fails too
         return
     atexit.register(_stop_ahead)  # after the jail's own exit handler, so it runs before it
+
+
+def _lecture_keys(argv: list[str]) -> list:
+    """Return the fixture keys of the lecture's geometries a student command grades on (none with --data)."""
+    from grader.truth import fixture
+
+    if any(a == "--data" or a.startswith("--data=") for a in argv):
+        return []
+    wanted = {"ex4": [(fixture.EX4_PRIMARY, None, True)], "all": [(fixture.EX4_PRIMARY, None, True)]}
+    return [(fixture.PRIMARY, None, False)] * (argv[0] != "ex4") + wanted.get(argv[0], [])
 
 
 def take_ahead():
