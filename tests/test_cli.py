@@ -145,6 +145,56 @@ def test_real_subprocess_entry_points():
     assert stubs.returncode == 1 and "score 0/26: 26 not attempted" in stubs.stdout
 
 
+def test_ctrl_c_while_torch_is_imported_says_aborted_without_a_traceback():
+    """A student who presses Ctrl-C in the first second (torch still importing) sees what click says later."""
+    import os
+    import signal
+    import time
+
+    from grader.cli import ABORTED
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader", "ex1", "--submission", str(REFERENCE)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,  # its own process group: the terminal's Ctrl-C reaches every process of it
+    )
+    time.sleep(0.3)  # past the interpreter's start, long before torch is imported (it once swallowed this one)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    # nothing graded, no traceback; the exit is 1, or the interpreter's own for a Ctrl-C where torch noted one
+    assert (out, err) == ("", f"\n{ABORTED}\n") and proc.returncode in (1, -signal.SIGINT), (proc.returncode, out)
+
+
+def test_a_ctrl_c_that_an_import_swallows_still_ends_the_run(monkeypatch, capsys):
+    """torch's import swallows a Ctrl-C that lands in its import of numpy (numpy may be left half-built): the
+    command must end all the same, not go on to grade and blame the student's code."""
+    import os
+    import signal
+    import time
+
+    import grader.cli
+    import grader.cli.main
+
+    def swallowing(argv):  # what torch's import did with it
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+
+    monkeypatch.setattr(grader.cli, "_fork_ahead", swallowing)
+    monkeypatch.setattr(grader.cli.main, "run", lambda: pytest.fail("the command ran after the Ctrl-C"))
+    monkeypatch.setattr(sys, "argv", ["grade", "ex1"])
+    monkeypatch.setenv("GRADER_SANDBOX", "fork")
+    with pytest.raises(SystemExit) as ended:
+        grader.cli.run()
+    assert ended.value.code == 1 and capsys.readouterr().err == f"\n{grader.cli.ABORTED}\n"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_grade_exN_asks_a_truth_server_forked_ahead_and_forks_no_helper():
     """`grade exN` forks the truth server with its sandbox, before reading the submission; the lecture's truth is
     built there meanwhile, and the hidden geometries' when asked: no helper is forked for the truth."""

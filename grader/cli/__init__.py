@@ -1,6 +1,7 @@
 """Entry points: the `grade` command, `grade ex4 --full` training, and Jupyter's check()."""
 
 import os
+import signal
 import sys
 
 STUDENT_COMMANDS = ("ex1", "ex2", "ex3", "ex4", "all")
@@ -13,14 +14,31 @@ def run():
     # grader never gives it; one thread starts none (a user's own setting is kept)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = sys.argv[1:]
-    if argv and argv[0] in STUDENT_COMMANDS and not {"-h", "--help"} & set(argv):
-        from grader.sandbox import prespawn  # imports no torch: on a laptop the sandbox imports it meanwhile
+    # A Ctrl-C that lands in torch's import of numpy is swallowed there, and may leave numpy half-built (the run
+    # went on, and blamed the student's code). Noted here, it ends the run once the imports return.
+    interrupted: list = []
+    default = signal.signal(
+        signal.SIGINT, lambda sig, frame: interrupted.append(sig) or signal.default_int_handler(sig, frame)
+    )
+    try:
+        if argv and argv[0] in STUDENT_COMMANDS and not {"-h", "--help"} & set(argv):
+            from grader.sandbox import prespawn  # imports no torch: on a laptop the sandbox imports it meanwhile
 
-        if not prespawn.start(modules=("grader.training.served",) if "--full" in argv else ()):
-            _fork_ahead(argv)
-    from grader.cli.main import run as main
+            if not prespawn.start(modules=("grader.training.served",) if "--full" in argv else ()):
+                _fork_ahead(argv)
+        from grader.cli.main import run as main
 
+        if interrupted:
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:  # what the command says for a Ctrl-C later, and no traceback
+        sys.stderr.write(f"\n{ABORTED}\n")
+        sys.exit(1)  # exit handlers run: a child forked ahead is stopped
+    finally:
+        signal.signal(signal.SIGINT, default)
     main()
+
+
+ABORTED = "Aborted!"  # click's own word for a Ctrl-C once the command runs
 
 
 def _fork_ahead(argv: list[str]) -> None:
