@@ -164,6 +164,10 @@ def main() -> None:
             print("      " + ratio_line("grade ex1 one wrong-shape gradient / import torch", old_bad.times, base))
         diffs = [a - b for a, b in zip(torch_only.times, no_teardown.times, strict=True)]
         print(f"   interpreter teardown after import torch (paired difference): {describe(diffs, 'ms', 1e3, 1)}")
+        above = [g - f for g, f in zip(ref.times, no_teardown.times, strict=True)]
+        budget = [0.80 * b - f for b, f in zip(base, no_teardown.times, strict=True)]
+        print(f"   grade ex1 reference above the floor (paired difference): {describe(above, 'ms', 1e3, 1)}")
+        print(f"   what 0.80 leaves above the floor (0.80 x import torch - floor): {describe(budget, 'ms', 1e3, 1)}")
 
         if args.all_traps:
             mix = [t for t in traps() if t.exercise == "ex1"]
