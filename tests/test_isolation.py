@@ -717,6 +717,8 @@ def test_a_truth_server_builds_its_ahead_keys_before_any_request(tmp_path, monke
         while not (log.exists() and log.read_text().count("\n") == 2) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert log.read_text().splitlines() == [broken[1], "None"], "the server did not build ahead"
+        # it holds none of the grader's output: a reader of `grade ex1 | ...` waits for no one else to end
+        assert [os.readlink(f"/proc/{server.pid}/fd/{fd}") for fd in (1, 2)] == [os.devnull] * 2
         prebuild.prebuild([lecture])
         assert forked == [] and log.read_text().splitlines() == [broken[1], "None"], "built again when asked"
         got = fixture.BUILT[lecture]

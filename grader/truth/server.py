@@ -65,6 +65,7 @@ def _fork(close, body) -> int:
         code = 0
         try:
             close()
+            _let_go_of_output()
             if jail._LIBC is not None:
                 jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
             jail.set_name("grade-truth")
@@ -77,6 +78,15 @@ def _fork(close, body) -> int:
         finally:
             os._exit(code)
     return pid
+
+
+def _let_go_of_output() -> None:
+    """Point stdout and stderr at /dev/null: this process prints nothing, and a reader of the grader's output (a
+    pipe, `$(grade ex1)`) would otherwise wait for it to end too, after the grader itself has."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def finish(started, wait: bool = True) -> None:
