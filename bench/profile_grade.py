@@ -6,6 +6,9 @@ any sandbox forks, so a child's setup is timed too and reported over its output 
 1. `grade ex1 --submission reference` in a fresh interpreter, driven through the CLI, with phases from process
    spawn (interpreter start, imports, fixtures, sandbox, calls, judging, output) to reap (the exit teardown is
    the wall time after the CLI returned). The run's exit status and score line are checked. Median of --runs.
+   To wrap the grader's functions, it imports their modules before `grader.cli.run` forks the truth server and
+   the sandbox ahead, which `grade ex1` does first: so here the grading starts sooner after those forks, and
+   waits longer for them (the truth ~100 ms, against ~3 ms in the real order on 2 cores).
 2. One submission as `grade batch` grades it: a warm parent (fixtures built, torch on one thread, the jail held),
    the student's grading process forked by grader.classroom.pool, runner.grade inside it. Per-submission breakdown for a
    correct and a trap submission, medians over --reps.
@@ -83,7 +86,7 @@ def install() -> None:
     except ImportError:  # an older checkout: built the truth in the grading process
         prebuild = None
     timed(fixture, "build", "fixture.build (truth, both geometries)")
-    timed(prebuild, "finish", "waiting for the truth helper (forked before the sandboxes), read into the arena")
+    timed(prebuild, "finish", "waiting for the truth (server or helper), read into the arena")
     timed(corpus, "load", "  corpus.load (names; cached after the first)")
     timed(corpus.Corpus, "split", "  Corpus.split (shuffle 80/10/10)")
     timed(fixture, "autograd_truth", "  fixture.autograd_truth (loss.backward)")
@@ -236,9 +239,12 @@ def inner_cli(spawned_at: float, argv: list[str], cprofile: bool) -> None:
     if hasattr(cli, "run"):  # the console script's entry: exit handlers, then os._exit (no torch teardown)
         import atexit
 
+        import grader.cli as entry
+
         atexit.register(report, None)  # registered first, so it runs after the grader's own exit handlers
         sys.argv = ["grade", *argv]
-        cli.run()
+        # grader.cli.run, as the console script calls it: it forks the truth server and the sandbox ahead
+        (entry.run if hasattr(entry, "run") else cli.run)()
     code = 0
     try:
         cli.main(argv)
