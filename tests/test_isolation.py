@@ -743,6 +743,7 @@ def test_a_sandbox_forked_beside_a_truth_server_holds_only_its_own_descriptors()
     )
     server = prebuild.serve()
     try:
+        assert server.sock.fileno() <= 63, "the probe sees fds 0-63 only (the allow-list's own-fd bound)"
         with jail.held(), Worker(LIMITS) as worker:
             reply = worker.ask({"op": "load", "path": "ex1.py", "text": probe})
         assert reply.ok and reply.header["error"]["message"] == "held [0, 1, 2, 3, 4]", reply.header

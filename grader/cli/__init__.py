@@ -8,37 +8,49 @@ STUDENT_COMMANDS = ("ex1", "ex2", "ex3", "ex4", "all")
 _AHEAD: list = []  # the sandbox child `grade exN` forked as soon as torch was imported (fork backend), until taken
 
 
+ABORTED = "Aborted!"  # what click says for a Ctrl-C once the command runs; said for one before it, too
+_INTERRUPTED: list = []  # a Ctrl-C noted while the command starts (see _note_interrupt)
+
+
 def run():
     """Run the `grade` command (the console script `grade = grader.cli:run`)."""
     # numpy's OpenBLAS, imported with torch, starts a thread per core that spins ~0.1 s of CPU waiting for work the
     # grader never gives it; one thread starts none (a user's own setting is kept)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = sys.argv[1:]
-    # A Ctrl-C that lands in torch's import of numpy is swallowed there, and may leave numpy half-built (the run
-    # went on, and blamed the student's code). Noted here, it ends the run once the imports return.
-    interrupted: list = []
-    default = signal.signal(
-        signal.SIGINT, lambda sig, frame: interrupted.append(sig) or signal.default_int_handler(sig, frame)
-    )
+    student = bool(argv) and argv[0] in STUDENT_COMMANDS and not {"-h", "--help"} & set(argv)
+    previous = signal.getsignal(signal.SIGINT)
+    noting = student and previous is signal.default_int_handler  # an ignored Ctrl-C (nohup) stays ignored
+    _INTERRUPTED.clear()
+    if noting:
+        signal.signal(signal.SIGINT, _note_interrupt)
     try:
-        if argv and argv[0] in STUDENT_COMMANDS and not {"-h", "--help"} & set(argv):
+        if student:
             from grader.sandbox import prespawn  # imports no torch: on a laptop the sandbox imports it meanwhile
 
             if not prespawn.start(modules=("grader.training.served",) if "--full" in argv else ()):
                 _fork_ahead(argv)
+            import torch  # noqa: F401 - here, where a Ctrl-C is noted (the fork backend has imported it already)
         from grader.cli.main import run as main
-
-        if interrupted:
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:  # what the command says for a Ctrl-C later, and no traceback
+    finally:
+        if noting:
+            signal.signal(signal.SIGINT, previous)
+    if _INTERRUPTED:
         sys.stderr.write(f"\n{ABORTED}\n")
         sys.exit(1)  # exit handlers run: a child forked ahead is stopped
-    finally:
-        signal.signal(signal.SIGINT, default)
     main()
 
 
-ABORTED = "Aborted!"  # click's own word for a Ctrl-C once the command runs
+def _note_interrupt(sig, frame) -> None:
+    """Note a Ctrl-C while the command starts, for run() to end it once the imports return; a second ends it now.
+
+    Raised as KeyboardInterrupt inside torch's import, one was swallowed there (numpy left half-built, the run going
+    on to blame the student's code), or came out as an ImportError, an "Exception ignored" or an abort.
+    """
+    if _INTERRUPTED:
+        os.write(2, f"\n{ABORTED}\n".encode())
+        os._exit(1)  # the children forked ahead die with this process (their parent-death signal)
+    _INTERRUPTED.append(sig)
 
 
 def _fork_ahead(argv: list[str]) -> None:
@@ -49,11 +61,12 @@ def _fork_ahead(argv: list[str]) -> None:
     builds the truth of the submission's hidden geometries when asked, and ends with this process.
     """
     import atexit
-    import signal
 
     from grader.sandbox import Limits, Worker
     from grader.truth import server
 
+    if _INTERRUPTED:  # a Ctrl-C while torch was imported: fork nothing
+        return
     # from here on a child exists: a TERM unwinds (the child stopped, the jail removed), as once grading runs
     signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
     try:

@@ -491,6 +491,7 @@ def run():
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, (int, type(None))):
             click.echo(str(exc.code), err=True)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: a late Ctrl-C would only break a handler below
     _keep_torch_registrations()
     atexit._run_exitfuncs()  # e.g. removing the sandbox's jail folder; then skip the ~0.4 s of interpreter teardown
     for stream in (sys.stdout, sys.stderr):

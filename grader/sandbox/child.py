@@ -33,7 +33,7 @@ import torch.testing._comparison
 
 from grader.sandbox import arena, forget, jail, wire
 
-# Modules a submission may import; each is imported here, before a child's file system goes away.
+# Modules a submission may import; each is imported by warm_up (import_allowed), before a child's jail goes up.
 ALLOWED_IMPORTS = (
     "torch",
     "torch.nn",

@@ -308,8 +308,13 @@ def _fork_through_helper() -> tuple[int, bool]:
         os.close(w)
         return 0, ok
     _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    set_name("grade-userns")
+    # a Ctrl-C reaches this helper too (it is in the grader's process group): raised here, it unwound the grader's
+    # own code a second time ("Aborted!" twice, exit handlers run again); it ends with the grader or its child
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.write(w, b"1" if ok else b"0")
     os.close(w)
+    _quiet_standard_streams()  # nor does it hold the grader's output, which a reader would wait on after it ends
     for fd in range(3, 1024):  # hold nothing of the child's: its pipes must close when it dies
         try:
             os.close(fd)
@@ -320,6 +325,17 @@ def _fork_through_helper() -> tuple[int, bool]:
         signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+
+
+def _quiet_standard_streams() -> None:
+    """Point fds 0, 1 and 2 at /dev/null (where there is one): for a helper process that reads and prints nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _write_proc(path: str, text: str) -> bool:

@@ -27,6 +27,8 @@ def main(argv: list[str]) -> None:
     from grader.sandbox import child, jail
     from grader.sandbox.worker import Limits
 
+    child.import_allowed()  # before the rlimits, and before the environment (OPENBLAS_NUM_THREADS, say) is emptied
+
     limits = Limits(memory_mb=memory_mb, cpu_seconds=cpu_seconds)
     rlimits = jail.set_limits(limits) if os.name == "posix" else False
     for key in [k for k in os.environ if k not in ("PATH", "SYSTEMROOT")]:

@@ -83,7 +83,10 @@ def _fork(close, body) -> int:
 def _let_go_of_output() -> None:
     """Point stdout and stderr at /dev/null: this process prints nothing, and a reader of the grader's output (a
     pipe, `$(grade ex1)`) would otherwise wait for it to end too, after the grader itself has."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:  # no /dev/null (a bare chroot): keep them, and build the truth all the same
+        return
     for fd in (1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
