@@ -167,6 +167,32 @@ def test_ctrl_c_while_torch_is_imported_says_aborted_without_a_traceback():
     assert (proc.returncode, out, err) == (1, "", f"\n{ABORTED}\n")  # nothing graded, no traceback
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="grade batch needs Linux")
+def test_ctrl_c_while_a_batch_starts_says_aborted_and_writes_no_gradebook(tmp_path):
+    """`grade batch` imports torch once its class is found: a Ctrl-C then (which the import may swallow) ends it."""
+    import os
+    import signal
+    import time
+
+    from grader.cli import ABORTED
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    make_submission(subs / "ada", base=REFERENCE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader", "batch", str(subs), "--out", str(out), "--no-similarity"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    time.sleep(0.5)  # the class is found, torch is being imported
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err.endswith(f"\n{ABORTED}\n"), "Traceback" in err) == (1, True, False), err[-1500:]
+    assert not (out / "summary.json").exists() and not (out / "gradebook.csv").exists()
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="the fork backend, which forks ahead, is Linux's")
 def test_a_ctrl_c_that_an_import_swallows_still_ends_the_run(monkeypatch, capsys):
     """torch's import swallows a Ctrl-C that lands in its import of numpy (numpy may be left half-built): the

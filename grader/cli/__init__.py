@@ -10,6 +10,7 @@ _AHEAD: list = []  # the sandbox child `grade exN` forked as soon as torch was i
 
 ABORTED = "Aborted!"  # what click says for a Ctrl-C once the command runs; said for one before it, too
 _INTERRUPTED: list = []  # a Ctrl-C noted while the command starts (see _note_interrupt)
+_NOTING: list = []  # the Ctrl-C handler to put back once the command has imported torch (see imports_done)
 
 
 def run():
@@ -18,31 +19,37 @@ def run():
     # grader never gives it; one thread starts none (a user's own setting is kept)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = sys.argv[1:]
-    student = bool(argv) and argv[0] in STUDENT_COMMANDS and not {"-h", "--help"} & set(argv)
-    previous = signal.getsignal(signal.SIGINT)
-    noting = student and previous is signal.default_int_handler  # an ignored Ctrl-C (nohup) stays ignored
+    command = argv[0] if argv and not {"-h", "--help"} & set(argv) else None
+    student = command in STUDENT_COMMANDS
     _INTERRUPTED.clear()
-    if noting:
-        signal.signal(signal.SIGINT, _note_interrupt)
-    try:
-        if student:
-            from grader.sandbox import prespawn  # imports no torch: on a laptop the sandbox imports it meanwhile
+    # a student command, or `grade batch` (which calls imports_done() once it has imported torch); an ignored Ctrl-C
+    # (nohup) stays ignored
+    if (student or command == "batch") and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        _NOTING.append(signal.signal(signal.SIGINT, _note_interrupt))
+    if student:
+        from grader.sandbox import prespawn  # imports no torch: on a laptop the sandbox imports it meanwhile
 
-            if not prespawn.start(modules=("grader.training.served",) if "--full" in argv else ()):
-                _fork_ahead(argv)
-            import torch  # noqa: F401 - here, where a Ctrl-C is noted (the fork backend has imported it already)
-        from grader.cli.main import run as main
-    finally:
-        if noting:
-            signal.signal(signal.SIGINT, previous)
-    if _INTERRUPTED:
-        sys.stderr.write(f"\n{ABORTED}\n")
-        sys.exit(1)  # exit handlers run: a child forked ahead is stopped
+        if not prespawn.start(modules=("grader.training.served",) if "--full" in argv else ()):
+            _fork_ahead(argv)
+        import torch  # noqa: F401 - here, where a Ctrl-C is noted (the fork backend has imported it already)
+    from grader.cli.main import run as main
+
+    if student:
+        imports_done()
     main()
 
 
+def imports_done() -> None:
+    """Stop noting Ctrl-C, now that the command has imported torch; end the run if one came meanwhile."""
+    while _NOTING:
+        signal.signal(signal.SIGINT, _NOTING.pop())
+    if _INTERRUPTED:
+        sys.stderr.write(f"\n{ABORTED}\n")
+        sys.exit(1)  # exit handlers run: a child forked ahead is stopped
+
+
 def _note_interrupt(sig, frame) -> None:
-    """Note a Ctrl-C while the command starts, for run() to end it once the imports return; a second ends it now.
+    """Note a Ctrl-C while the command starts, for imports_done() to end it once torch is imported; a second ends it.
 
     Raised as KeyboardInterrupt inside torch's import, one was swallowed there (numpy left half-built, the run going
     on to blame the student's code), or came out as an ImportError, an "Exception ignored" or an abort.

@@ -327,8 +327,10 @@ def batch_cmd(submissions, out, jobs, timeout, memory, resume, similarity, canva
     except (EmptyClassError, early.BatchNeedsLinux) as exc:
         raise click.ClickException(str(exc)) from exc
     from grader.classroom.batch import grade_batch
+    from grader.cli import imports_done
     from grader.sandbox import Limits, jail
 
+    imports_done()  # torch is imported: a Ctrl-C that its import swallowed ends the run here
     limits = Limits(timeout=timeout, memory_mb=memory)
     try:
         summary = grade_batch(
