@@ -219,7 +219,8 @@ def test_a_ctrl_c_that_an_import_swallows_still_ends_the_run(monkeypatch, capsys
     with pytest.raises(SystemExit) as ended:
         grader.cli.run()
     assert ended.value.code == 1 and capsys.readouterr().err == f"\n{grader.cli.ABORTED}\n"
-    assert signal.getsignal(signal.SIGINT) is before
+    assert signal.getsignal(signal.SIGINT) is before and not grader.cli._INTERRUPTED  # nothing left for a later run
+    grader.cli.imports_done()  # a later command in this process (grade batch calls it) is not aborted by this one
 
 
 def _descendants(pid: int) -> list[tuple[int, str]]:

@@ -44,6 +44,7 @@ def imports_done() -> None:
     while _NOTING:
         signal.signal(signal.SIGINT, _NOTING.pop())
     if _INTERRUPTED:
+        _INTERRUPTED.clear()  # said once: a process that runs the command again (a test, say) starts afresh
         sys.stderr.write(f"\n{ABORTED}\n")
         sys.exit(1)  # exit handlers run: a child forked ahead is stopped
 
