@@ -90,12 +90,12 @@ def _fork_ahead(argv: list[str]) -> None:
 
 def _lecture_keys(argv: list[str]) -> list:
     """Return the fixture keys of the lecture's geometries a student command grades on (none with --data)."""
-    from grader.truth import fixture
+    from grader.spec import EXERCISES, catalogue
 
     if any(a == "--data" or a.startswith("--data=") for a in argv):
         return []
-    wanted = {"ex4": [(fixture.EX4_PRIMARY, None, True)], "all": [(fixture.EX4_PRIMARY, None, True)]}
-    return [(fixture.PRIMARY, None, False)] * (argv[0] != "ex4") + wanted.get(argv[0], [])
+    calls = catalogue.select(EXERCISES if argv[0] == "all" else (argv[0],))
+    return list(dict.fromkeys((catalogue.graded_geometry(c), None, c.ex4) for c in calls))
 
 
 def take_ahead():
