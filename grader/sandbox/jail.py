@@ -327,6 +327,16 @@ def _fork_through_helper() -> tuple[int, bool]:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
 
 
+def flush_standard_streams() -> None:
+    """Flush sys.stdout and sys.stderr, whichever are there (None when the process started with fd 1 or 2 closed)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
 def _quiet_standard_streams() -> None:
     """Point fds 0, 1 and 2 at /dev/null (where there is one): for a helper process that reads and prints nothing."""
     try:

@@ -14,7 +14,6 @@ import queue
 import select
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -156,11 +155,7 @@ class Worker:
         uid = current_uid()
         self.jail = jail.jail()
         self.room = jail_path = self.jail.room(uid)  # its own empty root: no inode shared with any other child
-        for stream in (sys.stdout, sys.stderr):  # or the child would copy what is pending into its output
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
+        jail.flush_standard_streams()  # or the child would copy what is pending into its output
         pid, pid_ns = jail.fork_child()
         if pid == 0:  # child: never returns
             try:

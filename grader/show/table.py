@@ -85,7 +85,7 @@ def points_note(result: SubmissionResult) -> str:
 
 def table(result: SubmissionResult, *, hints: bool = False, color: bool | None = None) -> str:
     """Render a submission like the lecture's cmp() lines, with a message under each failure."""
-    color = sys.stdout.isatty() if color is None else color
+    color = (sys.stdout is not None and sys.stdout.isatty()) if color is None else color  # None: fd 1 closed
     width = min(shutil.get_terminal_size((100, 20)).columns, 110)
     idw = max([len(i.id) for i in result.items] + [4])
     lines = problems(result, width)
