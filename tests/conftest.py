@@ -18,6 +18,10 @@ EXERCISES = ROOT / "exercises"
 CORPUS = Path(__file__).resolve().parent / "corpus"
 NAMES_TXT = ROOT.parent / "shared" / "data" / "names.txt"
 
+# Every `grade` a test runs grades in its own process, as before there was a warm process to hand runs to, and
+# starts none to outlive the test; tests/test_warm.py turns it on with a folder of its own.
+os.environ["GRADER_WARM"] = "0"
+
 
 def make_submission(tmp: Path, files: dict[str, str] | None = None, base: Path | None = REFERENCE) -> Path:
     """Write a throwaway submission: the base folder's files, with some files replaced or appended to."""

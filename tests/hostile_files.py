@@ -43,3 +43,19 @@ def evaded(code: str) -> str:
 def touched(text: str) -> set[str]:
     """Return the exercises a case's parts go to."""
     return {ex for ex, _ in parts(text)}
+
+
+def wrong_verdict(path: Path, result: dict) -> str | None:
+    """Say how a graded hostile case misses its pinned verdict (its item's status, message or flag, and every
+    exercise it does not touch passed); None when it gets it."""
+    _, item_id, status, (kind, text) = expectation(path)
+    item = next(i for i in result["items"] if i["id"] == item_id)
+    ok = status == "any" or item["status"] == status
+    if kind == "flag":
+        ok = ok and bool(result.get("flags", {}).get(text.strip()))
+    else:
+        ok = ok and (text.strip() in item["message"] or text.strip() in item["traps"])
+    others = [i for i in result["items"] if i["exercise"] not in touched(path.read_text())]
+    if ok and all(i["status"] == "passed" for i in others):
+        return None
+    return f"{path.stem}: {item['status']} {item['message'][:160]!r}"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, EXERCISES, REFERENCE, make_submission
-from tests.hostile_files import HOSTILE, parts, touched
+from tests.hostile_files import HOSTILE, parts, touched, wrong_verdict
 from tests.hostile_files import expectation as hostile_expectation
 from tests.test_batch import _student
 from tests.test_honest import BUNDLES, exercise_text
@@ -120,21 +120,11 @@ def test_honest_habits_and_correct_alternatives_get_full_marks_and_no_flag_in_ev
 def test_every_hostile_case_gets_its_verdict_in_every_mode(runs, mode):
     out = runs[mode]
     assert isinstance(out, Path), out
-    wrong = []
-    for case in HOSTILE:
-        exercise, item_id, status, (kind, text) = hostile_expectation(case)
-        result = json.loads((out / "students" / f"hostile_{case.stem}.json").read_text())
-        item = next(i for i in result["items"] if i["id"] == item_id)
-        ok = status == "any" or item["status"] == status
-        if kind == "flag":
-            ok = ok and bool(result.get("flags", {}).get(text.strip()))
-        else:
-            ok = ok and (text.strip() in item["message"] or text.strip() in item["traps"])
-        others = [i for i in result["items"] if i["exercise"] not in touched(case.read_text())]
-        ok = ok and all(i["status"] == "passed" for i in others)
-        if not ok:
-            wrong.append(f"{case.stem}: {item['status']} {item['message'][:160]!r}")
-    assert wrong == []
+    wrong = [
+        wrong_verdict(case, json.loads((out / "students" / f"hostile_{case.stem}.json").read_text()))
+        for case in HOSTILE
+    ]
+    assert [w for w in wrong if w] == []
 
 
 def test_a_run_without_the_minimum_walls_is_refused_unless_unsafe(tmp_path, monkeypatch):

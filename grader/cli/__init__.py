@@ -21,12 +21,13 @@ def run():
     argv = sys.argv[1:]
     command = argv[0] if argv and not {"-h", "--help"} & set(argv) else None
     student = command in STUDENT_COMMANDS
-    _INTERRUPTED.clear()
     # a student command, or `grade batch` (which calls imports_done() once it has imported torch); an ignored Ctrl-C
-    # (nohup) stays ignored
+    # (nohup) stays ignored; a warm process's worker notes from its start (warm._run_worker)
     if (student or command == "batch") and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        _INTERRUPTED.clear()
         _NOTING.append(signal.signal(signal.SIGINT, _note_interrupt))
     if student:
+        _served_warm(argv)
         from grader.sandbox import prespawn  # imports no torch: on a laptop the sandbox imports it meanwhile
 
         if not prespawn.start(modules=("grader.training.served",) if "--full" in argv else ()):
@@ -39,13 +40,34 @@ def run():
     main()
 
 
+def _served_warm(argv: list[str]) -> None:
+    """Have a warm process run this student command, and end with its status; else note one to start (warm.py)."""
+    from grader.cli import warm
+
+    if not warm.enabled():
+        return
+    try:
+        code = warm.client(argv, _INTERRUPTED)
+    except Exception:  # noqa: BLE001 - whatever fails on the way (a working folder since removed, say), grade here
+        code = None
+    if code is not None:
+        os._exit(code)  # the worker wrote to this process's streams itself: nothing here is buffered
+    if warm.noted():
+        import atexit
+
+        atexit.register(warm.start_noted)  # registered first: runs last, once the run's sandboxes are stopped
+
+
 def imports_done() -> None:
     """Stop noting Ctrl-C, now that the command has imported torch; end the run if one came meanwhile."""
     while _NOTING:
         signal.signal(signal.SIGINT, _NOTING.pop())
     if _INTERRUPTED:
         _INTERRUPTED.clear()  # said once: a process that runs the command again (a test, say) starts afresh
-        sys.stderr.write(f"\n{ABORTED}\n")
+        try:
+            os.write(2, f"\n{ABORTED}\n".encode())  # fd 2 itself: sys.stderr is None when it was closed at start
+        except OSError:
+            pass
         sys.exit(1)  # exit handlers run: a child forked ahead is stopped
 
 

@@ -24,19 +24,22 @@ _GRADE_HELP = {
 
 from grader.cli import STUDENT_COMMANDS  # noqa: E402 - one list, for the prespawn and for --help
 
+OTHER_COMMANDS = ("warm",)  # neither a student's grading nor an instructor's: listed apart in --help
+
 
 class _Grouped(click.Group):
     """A click group whose --help lists the student commands first and the instructor ones apart."""
 
     def list_commands(self, ctx):
-        rest = sorted(c for c in self.commands if c not in STUDENT_COMMANDS)
-        return [c for c in STUDENT_COMMANDS if c in self.commands] + rest
+        rest = sorted(c for c in self.commands if c not in STUDENT_COMMANDS + OTHER_COMMANDS)
+        return [c for c in STUDENT_COMMANDS + OTHER_COMMANDS if c in self.commands] + rest
 
     def format_commands(self, ctx, formatter):
         limit = formatter.width - 6 - max(len(c) for c in self.commands)
         for title, names in (
             ("Student commands", [c for c in self.list_commands(ctx) if c in STUDENT_COMMANDS]),
-            ("Instructor commands", [c for c in self.list_commands(ctx) if c not in STUDENT_COMMANDS]),
+            ("Instructor commands", [c for c in self.list_commands(ctx) if c not in STUDENT_COMMANDS + OTHER_COMMANDS]),
+            ("Other commands", [c for c in self.list_commands(ctx) if c in OTHER_COMMANDS]),
         ):
             rows = [(c, self.commands[c].get_short_help_str(limit)) for c in names if not self.commands[c].hidden]
             if rows:
@@ -381,6 +384,20 @@ def _instructor_policy(course):
     return _policy(course if course is not None else (here if here.is_file() else None), None)
 
 
+@main.command(name="warm")
+@click.option("--stop", is_flag=True, help="Stop it now (it stops by itself after 10 idle minutes).")
+def warm_cmd(stop):
+    """Show or stop the warm process that lets `grade exN` skip importing torch (Linux)."""
+    from grader.cli import warm
+
+    if not warm.enabled():
+        report.note(warm.off_line())
+        return
+    found = warm.status(stop=stop)
+    for line in warm.status_lines(found, stopped=stop):
+        report.note(line)
+
+
 @main.command(name="release")
 @click.argument("outdir", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
@@ -474,6 +491,7 @@ def prairielearn_cmd(outdir, course, timeout, deadline, unsafe):
 
 
 _EXITS_AT_ONCE = [False]  # run(): this process ends with os._exit as soon as the command returns
+BEFORE_EXIT: list = []  # run(): called with the exit status once all is flushed, just before os._exit (warm.py)
 
 
 def run():
@@ -496,11 +514,11 @@ def run():
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done: a late Ctrl-C would only break a handler below
     _keep_torch_registrations()
     atexit._run_exitfuncs()  # e.g. removing the sandbox's jail folder; then skip the ~0.4 s of interpreter teardown
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    from grader.sandbox import jail
+
+    jail.flush_standard_streams()
+    for hook in BEFORE_EXIT:
+        hook(code)
     os._exit(code)
 
 

@@ -84,6 +84,13 @@ def hidden_geometry(secret: str | None = None, submission: bytes = b"") -> Geome
     return g
 
 
+def new_run_key() -> None:
+    """Draw this process's run key afresh: a warm process's worker (cli/warm.py) is a new run, not its fork's."""
+    global _RUN_KEY
+    _RUN_KEY = secrets.token_bytes(32)
+    hidden_geometry.cache_clear()
+
+
 @forget.on_fork_forget
 def _forget_run_key() -> None:
     """A sandbox child holds neither the run's key nor the geometries it drew."""
