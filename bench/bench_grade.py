@@ -7,8 +7,11 @@ output are checked against the verdicts its submission must get before its time 
 - `grade ex1` with one wrong-shape gradient (tests/corpus/ex1/dbnmeani_lecture_no_keepdim.py appended to the
   reference): exit 1, "score 25/26", ex1.dbnmeani FAILED with shape-mismatch;
 - `grade ex1` on the stubs: exit 1, "score 0/26: 26 not attempted".
+Each `grade ex1` runs twice per round: warm (a warm process started before the rounds, in a folder of the
+bench's own, serves it: grader/cli/warm.py, what a student's second and later runs get) and cold (GRADER_WARM=0:
+graded in its own process, what a first run gets). The warm process must have served every warm run.
 With --all-traps, also every tests/corpus/ex1 case once per round (`grade ex1 --json`, its item's status and traps
-checked), as one median over the whole trap mix.
+checked, cold), as one median over the whole trap mix.
 
     python bench/bench_grade.py [--rounds 15] [--all-traps] [--traps-rounds 1]
 """
@@ -18,9 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,6 +44,7 @@ from common import (
     grade_cmd,
     paired,
     ratio_line,
+    run,
     traps,
     write_student,
 )
@@ -95,6 +101,24 @@ def expect_json_item(item: str, status: str, want: tuple[str, ...]):
     return check
 
 
+def _start_warm(cmd: list[str], env: dict, limit: float = 120.0) -> float:
+    """Run cmd once (graded cold, it starts a warm process as it ends); return seconds until one serves."""
+    t = time.perf_counter()
+    run(cmd, env=env)
+    while _served(env) < 0:
+        if time.perf_counter() - t > limit:
+            raise SystemExit(f"no warm process after {limit:.0f} s")
+        time.sleep(0.2)
+    return time.perf_counter() - t
+
+
+def _served(env: dict) -> int:
+    """Return the runs the warm process in env's folder has served (`grade warm`), or -1 if there is none."""
+    r = run([*grade_cmd(), "warm"], env=env)
+    got = re.search(r"up [\d.]+ s, (\d+) run\(s\) served", r.err)
+    return int(got.group(1)) if got else -1
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=15, help="paired rounds (each runs every command once)")
@@ -120,22 +144,27 @@ def main() -> None:
         no_teardown = Case(
             "import torch; os._exit(0)", [PYTHON, "-c", "import os, torch; os._exit(0)"], expect_silent_success
         )
-        ref = Case(
-            "grade ex1 --submission reference",
-            [*grade, "ex1", "--submission", str(REFERENCE)],
-            expect_table(0, "score 26/26: 26 passed"),
-        )
-        bad = Case(
-            "grade ex1, one wrong-shape gradient",
-            [*grade, "ex1", "--submission", str(sub_wrong)],
-            expect_table(1, "score 25/26: 25 passed, 1 failed", (("ex1.dbnmeani", "FAILED", "shape-mismatch"),)),
-        )
+        warm_dir = Path(tmp) / "warm"
+        warm_dir.mkdir(mode=0o700)
+        warm_env = clean_env(GRADER_WARM="1", TMPDIR=str(warm_dir))
+        cold_env = clean_env(TMPDIR=str(warm_dir))
+        check_ref = expect_table(0, "score 26/26: 26 passed")
+        check_bad = expect_table(1, "score 25/26: 25 passed, 1 failed", (("ex1.dbnmeani", "FAILED", "shape-mismatch"),))
+        ref_cmd = [*grade, "ex1", "--submission", str(REFERENCE)]
+        bad_cmd = [*grade, "ex1", "--submission", str(sub_wrong)]
+        ref = Case("grade ex1 --submission reference (warm)", ref_cmd, check_ref, env=warm_env)
+        bad = Case("grade ex1, one wrong-shape gradient (warm)", bad_cmd, check_bad, env=warm_env)
+        ref_cold = Case("grade ex1 --submission reference (cold)", ref_cmd, check_ref, env=cold_env)
+        bad_cold = Case("grade ex1, one wrong-shape gradient (cold)", bad_cmd, check_bad, env=cold_env)
         stubs = Case(
-            "grade ex1 on the stubs",
+            "grade ex1 on the stubs (cold)",
             [*grade, "ex1", "--submission", str(EXERCISES)],
             expect_table(1, "score 0/26: 26 not attempted"),
+            env=cold_env,
         )
-        cases = [torch_only, no_teardown, ref, bad, stubs]
+        cases = [torch_only, no_teardown, ref, bad, ref_cold, bad_cold, stubs]
+        started = _start_warm(ref_cmd, warm_env)
+        print(f"warm process started in {started:.1f} s (its first run graded cold, then torch imported behind it)")
         older = []
         for d in args.before:
             env = clean_env(PYTHONPATH=str(d))
@@ -149,14 +178,24 @@ def main() -> None:
             )
             cases += older[-1][1:]
         print(f"\n== 1. {args.rounds} paired rounds of {len(cases)} commands, shuffled order per round ==")
-        paired(cases, args.rounds)
+        try:
+            paired(cases, args.rounds)
+            served = _served(warm_env)
+        finally:
+            run([*grade, "warm", "--stop"], env=warm_env)
+        want = (args.rounds + 1) * 2  # the warm-up round's runs too
+        if served < want:
+            raise SystemExit(f"the warm process served {served} runs of the {want} warm ones: some graded cold")
         for c in cases:
-            print(f"   {c.name:38s} {describe(c.times)}")
+            print(f"   {c.name:44s} {describe(c.times)}")
+        print(f"   the warm process served all {want} warm runs (warm-up round included)")
         base = torch_only.times
         print()
-        print("   " + ratio_line("grade ex1 --submission reference / import torch", ref.times, base, "<= 0.80"))
-        print("   " + ratio_line("grade ex1 one wrong-shape gradient / import torch", bad.times, base, "<= 0.85"))
-        print("   " + ratio_line("grade ex1 on the stubs / import torch", stubs.times, base))
+        print("   " + ratio_line("grade ex1 --submission reference (warm) / import torch", ref.times, base, "<= 0.80"))
+        print("   " + ratio_line("grade ex1 wrong shape (warm) / import torch", bad.times, base, "<= 0.85"))
+        print("   " + ratio_line("grade ex1 --submission reference (cold) / import torch", ref_cold.times, base))
+        print("   " + ratio_line("grade ex1 wrong shape (cold) / import torch", bad_cold.times, base))
+        print("   " + ratio_line("grade ex1 on the stubs (cold) / import torch", stubs.times, base))
         print("   " + ratio_line("import torch + os._exit(0) / import torch", no_teardown.times, base))
         for d, old_ref, old_bad in older:
             print(f"   older checkout {d} (`python -m grader`, same rounds):")
@@ -164,10 +203,10 @@ def main() -> None:
             print("      " + ratio_line("grade ex1 one wrong-shape gradient / import torch", old_bad.times, base))
         diffs = [a - b for a, b in zip(torch_only.times, no_teardown.times, strict=True)]
         print(f"   interpreter teardown after import torch (paired difference): {describe(diffs, 'ms', 1e3, 1)}")
-        above = [g - f for g, f in zip(ref.times, no_teardown.times, strict=True)]
+        above = [g - f for g, f in zip(ref_cold.times, no_teardown.times, strict=True)]
         budget = [0.80 * b - f for b, f in zip(base, no_teardown.times, strict=True)]
-        print(f"   grade ex1 reference above the floor (paired difference): {describe(above, 'ms', 1e3, 1)}")
-        print(f"   what 0.80 leaves above the floor (0.80 x import torch - floor): {describe(budget, 'ms', 1e3, 1)}")
+        print(f"   grade ex1 reference (cold) above its floor (paired difference): {describe(above, 'ms', 1e3, 1)}")
+        print(f"   what 0.80 leaves above that floor (0.80 x import torch - floor): {describe(budget, 'ms', 1e3, 1)}")
 
         if args.all_traps:
             mix = [t for t in traps() if t.exercise == "ex1"]

@@ -40,8 +40,12 @@ def grade_cmd() -> list[str]:
 
 
 def clean_env(**extra: str) -> dict:
-    """Return this environment without PYTHONPATH (so the installed grader runs), plus extra variables."""
+    """Return this environment without PYTHONPATH (so the installed grader runs), plus extra variables.
+
+    GRADER_WARM is 0 unless extra says otherwise: every `grade` grades in its own process and starts no warm
+    process (grader/cli/warm.py); bench_grade times the warm path apart, with a folder of its own."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["GRADER_WARM"] = "0"
     env.update(extra)
     return env
 
