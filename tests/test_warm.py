@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from grader.cli import ABORTED, warm
-from grader.truth import fixture
 from tests.conftest import CORPUS, EXERCISES, REFERENCE, ROOT, make_submission, with_snippet
 from tests.hostile_files import HOSTILE, touched, wrong_verdict
 from tests.hostile_files import expectation as hostile_expectation
@@ -52,10 +51,32 @@ class Warm:
         env = self.env if warm_on else {**self.env, "GRADER_WARM": "0"}
         return subprocess.run([*GRADE, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, **kw)
 
-    def popen(self, *args: str) -> subprocess.Popen:
+    def popen(self, *args: str, cwd: Path = ROOT) -> subprocess.Popen:
         return subprocess.Popen(
-            [*GRADE, *args], env=self.env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [*GRADE, *args], env=self.env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
+
+    @contextlib.contextmanager
+    def slow_run(self, tmp_path: Path):
+        """Start a served run of a submission whose dprobs computes for seconds; yield (client, worker pid) once
+        its worker grades (found by its working folder, a folder of this run's own). The client is always reaped."""
+        slow = with_snippet(tmp_path / "slow", "ex1", SLOW_EX1)
+        here = tmp_path / "here"
+        here.mkdir()
+        proc = self.popen("ex1", "--submission", str(slow), cwd=here)
+        try:
+            deadline = time.monotonic() + 60
+            worker = None
+            while worker is None or "grade-sandbox" not in _graders(self.base).values():
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                worker = next((p for p, n in _graders(self.base).items() if n == "grade" and _cwd(p) == here), None)
+                time.sleep(0.02)
+            time.sleep(0.5)  # its sandbox in the submission's file
+            yield proc, worker
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate(timeout=60)
 
     def status(self) -> list[dict]:
         """Return the warm processes `grade warm` lists: [{pid, served, ours}]."""
@@ -92,6 +113,13 @@ def _wait_gone(pid: int, limit: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def _cwd(pid: int) -> Path | None:
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return None
 
 
 def _descriptors(pid: int) -> set[str]:
@@ -246,37 +274,40 @@ def test_every_hostile_case_gets_its_verdict_when_served(served, tmp_path):
     ids=["ctrl-c", "term"],
 )
 def test_a_signal_is_relayed_and_ends_the_run_as_in_its_own_process(served, tmp_path, sig, ends):
-    slow = with_snippet(tmp_path / "slow", "ex1", SLOW_EX1)
-    proc = served.popen("ex1", "--submission", str(slow))
-    _wait_for_sandbox(proc, served.base)
-    proc.send_signal(sig)  # the client alone: a terminal's Ctrl-C reaches its foreground group, which it is
-    out, err = proc.communicate(timeout=60)
+    with served.slow_run(tmp_path) as (proc, _):
+        proc.send_signal(sig)  # the client alone: a terminal's Ctrl-C reaches its foreground group, which it is
+        out, err = proc.communicate(timeout=60)
     assert (proc.returncode, out, err) == ends
     assert _settled(served.base)
 
 
 def test_ctrl_z_stops_the_run_and_fg_goes_on(served, tmp_path):
-    slow = with_snippet(tmp_path / "slow", "ex1", SLOW_EX1)
-    proc = served.popen("ex1", "--submission", str(slow))
-    _wait_for_sandbox(proc, served.base)
-    proc.send_signal(signal.SIGTSTP)
-    deadline = time.monotonic() + 10
-    while _state(proc.pid) != "T" or {_state(p) for p, n in _graders(served.base).items() if n == "grade"} != {"T"}:
-        assert time.monotonic() < deadline, {pid: (name, _state(pid)) for pid, name in _graders(served.base).items()}
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGCONT)
-    out, err = proc.communicate(timeout=120)
+    with served.slow_run(tmp_path) as (proc, worker):
+        proc.send_signal(signal.SIGTSTP)
+        deadline = time.monotonic() + 10
+        while (_state(proc.pid), _state(worker)) != ("T", "T"):
+            assert time.monotonic() < deadline, (_state(proc.pid), _state(worker))
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGCONT)
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "score 26/26: 26 passed" in out, err[-1000:]
 
 
 def test_a_client_killed_outright_takes_its_run_with_it(served, tmp_path):
-    slow = with_snippet(tmp_path / "slow", "ex1", SLOW_EX1)
-    proc = served.popen("ex1", "--submission", str(slow))
-    _wait_for_sandbox(proc, served.base)
-    proc.kill()
-    proc.communicate(timeout=60)
+    with served.slow_run(tmp_path) as (proc, worker):
+        proc.kill()
+        proc.communicate(timeout=60)
+        assert _wait_gone(worker, 10)
     assert _settled(served.base), _graders(served.base)
     assert served.status()[0]["ours"]  # the warm process itself goes on
+
+
+def test_a_worker_killed_outright_ends_its_client_the_same_way(served, tmp_path):
+    with served.slow_run(tmp_path) as (proc, worker):
+        os.kill(worker, signal.SIGKILL)  # as the kernel's out-of-memory killer would
+        out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out) == (-signal.SIGKILL, "")  # the shell says "Killed", as for a run of its own
+    assert _settled(served.base), _graders(served.base)
 
 
 @pytest.mark.parametrize("closed", ["<&-", ">&-", "2>&-"])
@@ -356,9 +387,13 @@ def test_a_stopped_warm_process_is_waited_for_then_the_run_grades_once_in_its_ow
 
 def test_a_ctrl_c_soon_after_the_hand_over_says_aborted_or_comes_too_late(served):
     results = []
-    for k in range(14):
+    for k in range(12):
         proc = served.popen("ex1", "--submission", str(REFERENCE))
-        time.sleep(0.06 + 0.01 * k)  # from the client's first steps to the worker's last
+        deadline = time.monotonic() + 30
+        while not any(d.startswith("socket:") for d in _descriptors(proc.pid)):  # connected to the warm process
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.001)
+        time.sleep(0.01 * k)  # from the hand-over to the worker's last steps
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         if (proc.returncode, out, err) == (1, "", f"\n{ABORTED}\n"):
@@ -372,14 +407,9 @@ def test_a_ctrl_c_soon_after_the_hand_over_says_aborted_or_comes_too_late(served
 
 
 def test_a_worker_holds_no_descriptor_of_the_warm_process_but_its_client(served, tmp_path):
-    slow = with_snippet(tmp_path / "slow", "ex1", SLOW_EX1)
     warm_pid = served.status()[0]["pid"]
-    proc = served.popen("ex1", "--submission", str(slow))
-    _wait_for_sandbox(proc, served.base)
-    worker = next(p for p, n in _graders(served.base).items() if n == "grade")
-    shared = _descriptors(warm_pid) & _descriptors(worker)
-    proc.kill()
-    proc.communicate(timeout=60)
+    with served.slow_run(tmp_path) as (_, worker):
+        shared = _descriptors(warm_pid) & _descriptors(worker)
     assert len(shared) == 1 and next(iter(shared)).startswith("socket:"), shared  # the connection to its client
     assert _settled(served.base)
 
@@ -416,10 +446,9 @@ def test_a_dead_warm_process_is_replaced_and_its_runs_are_graded_meanwhile(own_s
     assert own_served.start()["pid"] != pid
 
 
-@pytest.mark.parametrize("mode", [0o755, 0o777])
-def test_a_folder_others_can_open_is_never_used(warm_folder, mode):
+def test_a_folder_others_can_open_is_never_used(warm_folder):
     warm_folder.folder.mkdir(mode=0o700)
-    warm_folder.folder.chmod(mode)
+    warm_folder.folder.chmod(0o777)
     got = warm_folder.grade("ex1", "--submission", str(REFERENCE), "--only", "dlogprobs")
     assert got.returncode == 0 and "score 1/1" in got.stdout
     time.sleep(1)
@@ -427,14 +456,25 @@ def test_a_folder_others_can_open_is_never_used(warm_folder, mode):
     assert "no warm process" in warm_folder.grade("warm").stderr
 
 
-def test_a_link_in_place_of_the_folder_is_never_used(warm_folder, tmp_path):
-    target = tmp_path / "elsewhere"
-    target.mkdir(mode=0o700)
-    warm_folder.folder.symlink_to(target)
-    got = warm_folder.grade("ex1", "--submission", str(REFERENCE), "--only", "dlogprobs")
-    assert got.returncode == 0
-    time.sleep(1)
-    assert list(target.iterdir()) == []
+def test_only_a_private_folder_of_this_user_is_taken(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    mine = tmp_path / f"grade-warm-{os.getuid()}"
+    assert warm.folder() == str(mine) and mine.stat().st_mode & 0o777 == 0o700  # made, closed to others
+    for mode in (0o750, 0o705, 0o777):
+        mine.chmod(mode)
+        assert warm.folder() is None, oct(mode)
+    mine.rmdir()
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    mine.symlink_to(tmp_path / "elsewhere")
+    assert warm.folder() is None  # a link, even to a private folder
+    mine.unlink()
+    mine.write_text("")
+    assert warm.folder() is None
+    if os.getuid() == 0:
+        mine.unlink()
+        mine.mkdir(mode=0o700)
+        os.chown(mine, 65534, 65534)
+        assert warm.folder() is None  # someone else's
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs a second user (from root)")
@@ -470,39 +510,44 @@ def test_off_says_so_and_starts_nothing(warm_folder):
     assert "GRADER_WARM=0 turns it off" in warm_folder.grade("warm").stderr
 
 
-def test_the_client_imports_neither_torch_nor_click():
+def test_the_client_imports_neither_torch_nor_click(tmp_path):
     code = (
         "import sys\nfrom grader.cli import warm\nwarm.enabled(), warm.folder(), warm.key()\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'click')))"
     )
-    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert got.stdout.strip() == "[]", got.stderr[-2000:]
 
 
-def test_each_run_draws_its_own_hidden_geometry_key():
+WORKER_KEY = """
+import os, socket, sys
+from grader.cli import main, warm
+from grader.truth import fixture
+
+inherited = fixture._RUN_KEY
+ours, theirs = socket.socketpair()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:  # a worker, as the warm process forks it, running `grade warm` (which grades nothing)
+    os.close(r)
+    main.BEFORE_EXIT.append(lambda code: os.write(w, fixture._RUN_KEY))
+    null = os.open(os.devnull, os.O_RDWR)
+    request = {"argv": ["warm"], "env": {**os.environ, "GRADER_WARM": "0"}, "umask": 0o22}
+    warm._run_worker(theirs, [null, null, null, os.open("/", os.O_RDONLY)], request, [ours.fileno()], set())
+os.close(w)
+drawn = os.read(r, 64)
+os.waitpid(pid, 0)
+print(len(drawn) == 32 and drawn != inherited)
+"""
+
+
+def test_each_worker_draws_its_own_run_key():
     """A worker is a fork of the warm process: it draws the run key again (warm._run_worker), or every run it
-    served would share the warm process's hidden geometries."""
-    kept = fixture._RUN_KEY
-    first = fixture.hidden_geometry(None, b"same files")
-    fixture.new_run_key()
-    drawn = {fixture.hidden_geometry(None, b"same files") for _ in range(3)}
-    assert len(drawn) == 1  # within a run: one geometry
-    again = set()
-    for _ in range(6):
-        fixture.new_run_key()
-        again.add(fixture.hidden_geometry(None, b"same files"))
-    fixture._RUN_KEY = kept  # the rest of the suite's runs in this process keep theirs
-    fixture.hidden_geometry.cache_clear()
-    assert len(again | {first}) > 1
-
-
-def _wait_for_sandbox(proc: subprocess.Popen, base: Path, limit: float = 60) -> None:
-    """Wait until a sandbox runs the submission's file (a grade-sandbox exists) and a moment more."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline and "grade-sandbox" not in _graders(base).values():
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.02)
-    time.sleep(0.5)
+    served would share the warm process's hidden geometries (the key is what they are drawn from without a course
+    secret, truth/fixture.py)."""
+    got = subprocess.run([sys.executable, "-c", WORKER_KEY], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert got.stdout.strip() == "True", got.stderr[-2000:]
 
 
 def _settled(base: Path, limit: float = 10) -> bool:

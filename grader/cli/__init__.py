@@ -49,7 +49,7 @@ def _served_warm(argv: list[str]) -> None:
     try:
         code = warm.client(argv, _INTERRUPTED)
     except Exception:  # noqa: BLE001 - whatever fails on the way (a working folder since removed, say), grade here
-        code = None
+        code = 1 if warm.handed_over() else None  # unless a worker has the run: never graded twice
     if code is not None:
         os._exit(code)  # the worker wrote to this process's streams itself: nothing here is buffered
     if warm.noted():
@@ -64,10 +64,8 @@ def imports_done() -> None:
         signal.signal(signal.SIGINT, _NOTING.pop())
     if _INTERRUPTED:
         _INTERRUPTED.clear()  # said once: a process that runs the command again (a test, say) starts afresh
-        try:
-            os.write(2, f"\n{ABORTED}\n".encode())  # fd 2 itself: sys.stderr is None when it was closed at start
-        except OSError:
-            pass
+        if sys.stderr is not None:  # None when fd 2 was closed as the process started
+            sys.stderr.write(f"\n{ABORTED}\n")
         sys.exit(1)  # exit handlers run: a child forked ahead is stopped
 
 

@@ -6,8 +6,8 @@ connects to it over a Unix socket in a folder only its user can open, and hands 
 umask, working folder and standard streams (the descriptors themselves). The warm process forks a worker per
 run, which takes them on and runs the `grade` command exactly as in-process: the truth server and the sandbox
 are forked from it, with every wall, as from an in-process run. The warm process never holds a submission, a
-truth or a student's output, and no run sees another's: each worker is a fresh fork of a process that has only
-imported modules.
+truth or a student's output: each worker is a fresh fork of a process that has only imported modules (and holds
+the requests of the same user's runs waiting beside it, which the worker forgets as it starts).
 
 The client relays Ctrl-C and Ctrl-Z (to the worker's process group, as a terminal does), TERM and HUP, and exits
 with the worker's status. A client that goes away before the worker ends has it sent TERM. The warm process serves only
@@ -40,9 +40,15 @@ _HEADER = struct.Struct("!cI")  # the request's tag and length
 # what an import reads from the environment (python, torch, numpy, their math libraries, the C library, locale)
 _IMPORT_ENV = (
     "PYTHON", "LD_", "OMP_", "MKL_", "OPENBLAS_", "GOTO", "KMP_", "ATEN_", "TORCH", "PYTORCH_", "CUDA", "NUMPY_",
-    "MALLOC_", "GLIBC_", "LC_", "LANG", "TMPDIR", "TZ", "HOME", "VIRTUAL_ENV", "CONDA_PREFIX", "GRADER_SANDBOX",
+    "MALLOC_", "GLIBC_", "GOMP_", "LC_", "LANG", "TMPDIR", "TZ", "HOME", "VIRTUAL_ENV", "CONDA_PREFIX",
+    "GRADER_SANDBOX",
 )  # fmt: skip
+# the warm process's first line: its imports look where this process's looked (`python -m` put the working
+# folder first, the console script its own folder), and it checks it has the key it is started for (_main)
+_LAUNCH = "import sys; sys.path[0] = sys.argv[1]; from grader.cli import warm; warm._main(*sys.argv[2:])"
 _SERVED: list = []  # the worker's connection to its client, once the warm process has forked it
+_IMPORT_NOISE: list = []  # what the warm process's imports printed on stderr, said again by each run
+_HANDED: list = []  # the worker's pid, once it said it has this run ('W')
 _TO_START: list = []  # (folder, key) of a warm process an in-process run starts as it exits
 
 
@@ -91,6 +97,7 @@ def key() -> str:
     add(sys.warnoptions, sys._xoptions, sys.path[1:])
     add(sorted((k, v) for k, v in os.environ.items() if k.startswith(_IMPORT_ENV)))
     add([resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")])
+    add(sorted(os.sched_getaffinity(0)))  # torch sizes its thread pool from it
     for ns in ("pid", "mnt", "user", "net", "ipc", "uts", "cgroup"):
         add(_read_link(f"/proc/self/ns/{ns}"))
     try:
@@ -178,7 +185,9 @@ def _hand_over(sock, argv: list[str], interrupted: list) -> int | None:
     import json
     import socket
 
-    request = json.dumps({"argv": argv, "env": dict(os.environ), "umask": _umask()}).encode()
+    unbuffered = bool(getattr(sys.stdout, "write_through", False))  # -u, or PYTHONUNBUFFERED
+    request = json.dumps({"argv": argv, "env": dict(os.environ), "umask": _umask(), "unbuffered": unbuffered})
+    request = request.encode()
     if len(request) > MAX_REQUEST:
         return None
     try:
@@ -220,9 +229,6 @@ def _hand_over(sock, argv: list[str], interrupted: list) -> int | None:
         if interrupted:  # a Ctrl-C just now: the worker says "Aborted!" as the run would
             relay(signal.SIGINT, None)
         return _wait_for_status(sock)
-    except OSError:
-        _say(WENT_AWAY)
-        return 1
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
@@ -256,8 +262,9 @@ def _wait_until_taken(sock, interrupted: list):
     return 1
 
 
-def _wait_for_status(sock) -> int:
-    """Read records until the worker's exit status ('X') or its death ('D': a wait status)."""
+def _wait_for_status(sock) -> int | None:
+    """Read records until the worker's exit status ('X') or its death ('D': a wait status). None if the warm
+    process lets go before a worker says it has the run ('W'): none has, so grade in-process."""
     buffer = b""
     while True:
         try:
@@ -267,19 +274,31 @@ def _wait_for_status(sock) -> int:
         except OSError:
             chunk = b""
         if not chunk:
+            if not _HANDED:
+                return None
             _say(WENT_AWAY)
             return 1
         buffer += chunk
         while len(buffer) >= _RECORD.size:
             tag, number = _RECORD.unpack(buffer[: _RECORD.size])
             buffer = buffer[_RECORD.size :]
-            if tag == b"X":
+            if tag == b"W":
+                _HANDED.append(number)
+            elif tag == b"X":
                 return number
-            if tag == b"D":
+            elif tag == b"D":
                 if os.WIFSIGNALED(number):  # end as the run ended: the shell says "Killed", say
-                    signal.signal(os.WTERMSIG(number), signal.SIG_DFL)
+                    try:
+                        signal.signal(os.WTERMSIG(number), signal.SIG_DFL)
+                    except (OSError, ValueError):  # KILL and STOP have no handler to reset
+                        pass
                     os.kill(os.getpid(), os.WTERMSIG(number))
                 return os.waitstatus_to_exitcode(number) if os.WIFEXITED(number) else 1
+
+
+def handed_over() -> bool:
+    """Whether a worker has this run: from then on it must never be graded here as well."""
+    return bool(_HANDED)
 
 
 def _say(line: str) -> None:
@@ -321,8 +340,9 @@ def start_noted() -> None:
 
         jail.flush_standard_streams()  # what this run printed goes out first
         try:
+            first = os.path.abspath(sys.path[0]) if sys.path and sys.path[0] else os.getcwd()
             subprocess.Popen(
-                [sys.executable, *subprocess._args_from_interpreter_flags(), "-m", "grader.cli.warm", where, mine],
+                [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", _LAUNCH, first, where, mine],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -440,6 +460,7 @@ class _Warm:
         self.selector = selectors.DefaultSelector()
         self.pending: dict = {}  # connection -> _Pending, until its worker is forked
         self.workers: dict = {}  # worker pid -> its client's connection
+        self.partial: dict = {}  # worker pid -> the start of a record its client has not finished sending
         self.fds: list[int] = [self.selector.fileno()]  # every descriptor a worker must not keep
         self.served, self.started, self.last = 0, time.time(), time.monotonic()
         self.pid = os.getpid()
@@ -527,6 +548,7 @@ class _Warm:
         say 'P' once a run's request is whole, fork its worker once the client says go ('G')."""
         import json
         import socket
+        import time
 
         try:
             data, fds, _, _ = socket.recv_fds(p.conn, 65536, 4)
@@ -552,18 +574,21 @@ class _Warm:
                         self.stop()
                     self.forget(p)
                     return
-                if tag != b"R" or length > MAX_REQUEST or self.stopping:
+                if tag != b"R" or length > MAX_REQUEST or (self.stopping and tag == b"R"):
                     self.forget(p)
                     return
                 if len(p.data) < _HEADER.size + length:
                     return
                 request = json.loads(p.data[_HEADER.size : _HEADER.size + length])
-                if p.fds or not isinstance(request, dict):
+                if p.fds or not _well_formed(request):
                     self.forget(p)
                     return
                 p.request, p.data = request, p.data[_HEADER.size + length :]
                 p.conn.send(_RECORD.pack(b"P", 0))  # taken: the client may still give up, until it says go
+                p.deadline = time.monotonic() + REQUEST_S  # its time to say go starts now
             if not p.data:
+                return
+            if len(p.data) < _RECORD.size:
                 return
             if p.data[:1] != b"G" or len(p.fds) != 4:  # go comes with the streams and the working folder
                 self.forget(p)
@@ -603,8 +628,9 @@ class _Warm:
             return None
         if pid == 0:
             others = [*self.fds, *(c.fileno() for c in self.workers.values())]
-            for p in self.pending.values():  # other clients' connections and descriptors: never a worker's
+            for p in self.pending.values():  # other clients' connections, descriptors and requests: never a worker's
                 others += [p.conn.fileno(), *p.fds]
+                p.request, p.data = None, b""
             try:
                 _run_worker(conn, fds, request, [fd for fd in others if fd != conn.fileno() and fd >= 0], held)
             except BaseException:
@@ -639,7 +665,12 @@ class _Warm:
         self.relay(pid, data)
 
     def relay(self, pid: int, data: bytes) -> None:
-        for start in range(0, len(data) - _RECORD.size + 1, _RECORD.size):
+        """Relay whole records of a client's signals to its worker (a record split between reads waits)."""
+        data = self.partial.pop(pid, b"") + data
+        whole = len(data) - len(data) % _RECORD.size
+        if whole < len(data):
+            self.partial[pid] = data[whole:]
+        for start in range(0, whole, _RECORD.size):
             tag, _ = _RECORD.unpack(data[start : start + _RECORD.size])
             if tag == b"I":
                 _signal(-pid, signal.SIGINT)  # the process group, as a terminal's Ctrl-C
@@ -669,6 +700,7 @@ class _Warm:
             if pid == 0:
                 return
             conn = self.workers.pop(pid, None)
+            self.partial.pop(pid, None)
             if conn is not None and conn.fileno() >= 0:
                 try:
                     conn.setblocking(True)
@@ -691,8 +723,8 @@ class _Warm:
                 pass
             self.drop(self.listener)
             self.listener = None
-        for p in list(self.pending.values()):
-            self.forget(p)
+        for p in [p for p in self.pending.values() if p.request is None]:
+            self.forget(p)  # one told it is taken is still forked once its client says go (or dropped when late)
 
     def describe(self) -> dict:
         import time
@@ -705,6 +737,20 @@ class _Warm:
             "up_s": round(time.time() - self.started, 1),
             "idle_limit_s": _idle_seconds(),
         }
+
+
+def _well_formed(request) -> bool:
+    """Whether a run's request has the types a worker takes: argv a list of str, env str to str, umask an int."""
+    return (
+        isinstance(request, dict)
+        and isinstance(request.get("argv"), list)
+        and all(isinstance(a, str) for a in request["argv"])
+        and isinstance(request.get("env"), dict)
+        and all(isinstance(k, str) and isinstance(v, str) and "=" not in k and "\0" not in k + v
+                for k, v in request["env"].items())
+        and type(request.get("umask")) is int
+        and isinstance(request.get("unbuffered", False), bool)
+    )  # fmt: skip
 
 
 def _idle_seconds() -> float:
@@ -746,16 +792,19 @@ def _run_worker(conn, fds: list[int], request: dict, others: list[int], held: se
     signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
     conn.setblocking(True)
     _SERVED.append(conn)
+    conn.sendall(_RECORD.pack(b"W", os.getpid()))  # this worker has the run: the client may no longer grade it
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
     os.fchdir(fds[3])
-    for fd in (fd for fd in fds if fd > 2):
+    for fd in set(fds) - {0, 1, 2}:
         os.close(fd)  # only 0-2 hold the client's streams: the processes this one forks inherit no other copy
-    os.umask(int(request["umask"]) & 0o777)
+    os.umask(request["umask"] & 0o777)
     os.environ.clear()
-    os.environ.update({str(k): str(v) for k, v in dict(request["env"]).items()})
-    sys.argv = ["grade", *[str(a) for a in request["argv"]]]
-    _reopen_standard_streams()
+    os.environ.update(request["env"])
+    sys.argv = ["grade", *request["argv"]]
+    _reopen_standard_streams(bool(request.get("unbuffered")))
+    if _IMPORT_NOISE:  # what importing torch said on stderr (a warning, say), as the run's own import would
+        os.write(2, _IMPORT_NOISE[0])
     from grader.truth import fixture
 
     fixture.new_run_key()  # the hidden geometries of a run without a course secret are its own, as in-process
@@ -773,9 +822,10 @@ def _run_worker(conn, fds: list[int], request: dict, others: list[int], held: se
     except BaseException:
         import traceback
 
-        traceback.print_exc()
+        traceback.print_exc()  # as the interpreter itself would print it, on the client's stderr
     import atexit
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # ended: a late Ctrl-C would only break a handler below
     atexit._run_exitfuncs()
     _report(code)
     os._exit(code)
@@ -795,44 +845,49 @@ def _report(code: int) -> None:
             pass
 
 
-def _reopen_standard_streams() -> None:
-    """Make sys.stdin/stdout/stderr those of the client's descriptors, buffered as its interpreter would have."""
+def _reopen_standard_streams(unbuffered: bool) -> None:
+    """Make sys.stdin/stdout/stderr those of the client's descriptors, buffered as its interpreter had them."""
     import io
 
     for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
         old = getattr(sys, name)
-        unbuffered = isinstance(getattr(old, "buffer", None), io.FileIO)  # -u, or PYTHONUNBUFFERED
-        raw = open(fd, mode + "b", buffering=0 if unbuffered else -1, closefd=False)
+        raw = open(fd, mode + "b", buffering=0 if unbuffered and mode == "w" else -1, closefd=False)
         stream = io.TextIOWrapper(
             raw,
             encoding=old.encoding,
             errors=old.errors,
             line_buffering=name == "stderr" or (mode == "w" and os.isatty(fd)),
-            write_through=old.write_through,
+            write_through=unbuffered and mode == "w",
         )
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
 
 
 def _main(where: str, mine: str) -> None:
-    """The warm process: lock, import, listen, serve, leave. A failure to start is noted (KEY.failed): runs with
-    this key then grade in-process without trying again."""
+    """The warm process: lock, import, check its key, listen, serve, leave (started by _LAUNCH).
+
+    A failure to start, or a key other than the one it was started for (it imported another grader, say), is
+    noted in KEY.failed: runs with this key then grade in-process, and none is started for it within the hour.
+    """
     import fcntl
 
     from grader.sandbox.jail import set_name
 
     set_name("grade-warm")
-    lock = os.open(os.path.join(where, f"{mine}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    path = os.path.join(where, f"{mine}.lock")
+    lock = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(lock).st_ino != os.stat(path).st_ino:
+            raise OSError("the lock file was replaced meanwhile")  # one that left unlinked it: start afresh
     except OSError:
         os._exit(0)  # another is starting or serving this key
     warm = _Warm(where, mine)
     try:
-        if sys.path and sys.path[0] in ("", "/", os.getcwd()):
-            del sys.path[0]  # `python -m` put the folder it started in first: a run's imports do not look there
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-        _import_what_a_run_imports()
+        _import_quietly()
+        if key() != mine:
+            raise RuntimeError(f"started for key {mine}, has key {key()}: it would not grade as its clients do")
         warm.fds.append(lock)
         status(stop=True)  # one warm process per user: the older ones leave once their runs end
         warm.listen()
@@ -851,10 +906,30 @@ def _main(where: str, mine: str) -> None:
     finally:
         warm.stop()
         try:
-            os.unlink(os.path.join(where, f"{mine}.lock"))
+            os.unlink(path)
         except OSError:
             pass
     os._exit(0)
+
+
+def _import_quietly() -> None:
+    """Import what a run imports, keeping what the imports print on stderr for each run to print (_IMPORT_NOISE)."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as noise:
+        os.dup2(noise.fileno(), 2)
+        try:
+            _import_what_a_run_imports()
+        finally:
+            if sys.stderr is not None:
+                sys.stderr.flush()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+        noise.seek(0)
+        said = noise.read(1 << 16)
+    if said:
+        _IMPORT_NOISE.append(said)
 
 
 def _import_what_a_run_imports() -> None:
@@ -868,9 +943,3 @@ def _import_what_a_run_imports() -> None:
     from grader.sandbox import child
 
     child.import_allowed()
-
-
-if __name__ == "__main__":  # `python -m grader.cli.warm FOLDER KEY`: run as the module the client imports
-    from grader.cli import warm
-
-    warm._main(sys.argv[1], sys.argv[2])
