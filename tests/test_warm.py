@@ -51,9 +51,9 @@ class Warm:
         env = self.env if warm_on else {**self.env, "GRADER_WARM": "0"}
         return subprocess.run([*GRADE, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, **kw)
 
-    def popen(self, *args: str, cwd: Path = ROOT) -> subprocess.Popen:
+    def popen(self, *args: str, cwd: Path = ROOT, **kw) -> subprocess.Popen:
         return subprocess.Popen(
-            [*GRADE, *args], env=self.env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [*GRADE, *args], env=self.env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw
         )
 
     @contextlib.contextmanager
@@ -63,7 +63,8 @@ class Warm:
         slow = with_snippet(tmp_path / "slow", "ex1", SLOW_EX1)
         here = tmp_path / "here"
         here.mkdir()
-        proc = self.popen("ex1", "--submission", str(slow), cwd=here)
+        # a job of its own, as a shell runs it: a process group whose parent is in the session, so Ctrl-Z can stop it
+        proc = self.popen("ex1", "--submission", str(slow), cwd=here, preexec_fn=os.setpgrp)
         try:
             deadline = time.monotonic() + 60
             worker = None
@@ -113,6 +114,14 @@ def _wait_gone(pid: int, limit: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _cwd(pid: int) -> Path | None:
@@ -281,22 +290,31 @@ def test_a_signal_is_relayed_and_ends_the_run_as_in_its_own_process(served, tmp_
     assert _settled(served.base)
 
 
+def _stop_with_ctrl_z(proc: subprocess.Popen, worker: int) -> None:
+    """Send the client's job Ctrl-Z; wait until it and the worker are both stopped."""
+    os.killpg(proc.pid, signal.SIGTSTP)
+    deadline = time.monotonic() + 10
+    while (_state(proc.pid), _state(worker)) != ("T", "T"):
+        assert time.monotonic() < deadline, (_state(proc.pid), _state(worker))
+        time.sleep(0.01)
+
+
 def test_ctrl_z_stops_the_run_with_its_client_and_fg_goes_on(served, tmp_path):
-    """Ctrl-Z stops the client and the worker's group together. Where the client's process group is orphaned (a CI
-    job, say) the kernel discards the client's own stop, as it would an in-process run's: then nothing stops."""
     with served.slow_run(tmp_path) as (proc, worker):
-        proc.send_signal(signal.SIGTSTP)
-        deadline = time.monotonic() + 2
-        while _state(proc.pid) != "T" and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if _state(proc.pid) == "T":
-            deadline = time.monotonic() + 10
-            while _state(worker) != "T":
-                assert time.monotonic() < deadline, _state(worker)
-                time.sleep(0.01)
-            proc.send_signal(signal.SIGCONT)
+        _stop_with_ctrl_z(proc, worker)
+        os.killpg(proc.pid, signal.SIGCONT)  # fg
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "score 26/26: 26 passed" in out, err[-1000:]
+
+
+def test_a_client_killed_while_stopped_takes_its_stopped_run_with_it(served, tmp_path):
+    with served.slow_run(tmp_path) as (proc, worker):
+        _stop_with_ctrl_z(proc, worker)
+        proc.kill()  # kill -9 %1
+        proc.communicate(timeout=60)
+        assert _wait_gone(worker, 10), _state(worker)
+    assert _settled(served.base), _graders(served.base)
+    assert "0 running" in served.grade("warm").stderr  # so it can still end when idle
 
 
 def test_a_client_killed_outright_takes_its_run_with_it(served, tmp_path):
@@ -412,11 +430,14 @@ def test_a_ctrl_c_soon_after_the_hand_over_says_aborted_or_comes_too_late(served
     assert _settled(served.base)
 
 
-def test_a_worker_holds_no_descriptor_of_the_warm_process_but_its_client(served, tmp_path):
+def test_a_worker_holds_no_descriptor_of_the_warm_process_but_its_client_and_its_children_none(served, tmp_path):
     warm_pid = served.status()[0]["pid"]
     with served.slow_run(tmp_path) as (_, worker):
         shared = _descriptors(warm_pid) & _descriptors(worker)
+        below = [p for p in _graders(served.base) if p != worker and _parent(p) == worker]  # truth server, sandbox
+        held = {p: _descriptors(p) & _descriptors(warm_pid) for p in below}
     assert len(shared) == 1 and next(iter(shared)).startswith("socket:"), shared  # the connection to its client
+    assert len(below) >= 2 and not any(held.values()), held  # and what it forks holds not even that
     assert _settled(served.base)
 
 

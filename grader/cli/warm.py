@@ -659,8 +659,9 @@ class _Warm:
             data = b""
         if not data:
             self.drop(conn)
-            if pid in self.workers:
+            if pid in self.workers:  # unwind, as a killed in-process run's children do; continued if Ctrl-Z stopped it
                 _signal(pid, signal.SIGTERM)
+                _signal(-pid, signal.SIGCONT)
             return
         self.relay(pid, data)
 
@@ -721,6 +722,7 @@ class _Warm:
                     os.unlink(self.path)
             except OSError:
                 pass
+            self.fds.remove(self.listener.fileno())  # its number is free again: the next client's descriptor may get it
             self.drop(self.listener)
             self.listener = None
         for p in [p for p in self.pending.values() if p.request is None]:
@@ -792,6 +794,7 @@ def _run_worker(conn, fds: list[int], request: dict, others: list[int], held: se
     signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
     conn.setblocking(True)
     _SERVED.append(conn)
+    os.register_at_fork(after_in_child=_let_go_of_client)  # the truth server, the sandbox: none holds it
     conn.sendall(_RECORD.pack(b"W", os.getpid()))  # this worker has the run: the client may no longer grade it
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
@@ -829,6 +832,12 @@ def _run_worker(conn, fds: list[int], request: dict, others: list[int], held: se
     atexit._run_exitfuncs()
     _report(code)
     os._exit(code)
+
+
+def _let_go_of_client() -> None:
+    """In a child the worker forks: close its connection to the client (only the worker reports the status)."""
+    while _SERVED:
+        _SERVED.pop().close()
 
 
 def _report(code: int) -> None:
