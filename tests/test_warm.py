@@ -107,13 +107,18 @@ class Warm:
             _wait_gone(pid, 30)
 
 
-def _wait_gone(pid: int, limit: float) -> bool:
+def _within(limit: float, done) -> bool:
+    """Whether done() comes true within limit seconds."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if done():
             return True
         time.sleep(0.05)
     return False
+
+
+def _wait_gone(pid: int, limit: float) -> bool:
+    return _within(limit, lambda: not _alive(pid))
 
 
 def _parent(pid: int) -> int | None:
@@ -152,11 +157,7 @@ def _state(pid: int) -> str:
 
 def _alive(pid: int) -> bool:
     """Whether pid runs (a zombie does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    return _state(pid) not in ("Z", "gone")
 
 
 def _warm_processes(folder: Path) -> list[int]:
@@ -579,9 +580,4 @@ def test_each_worker_draws_its_own_run_key():
 
 def _settled(base: Path, limit: float = 10) -> bool:
     """Whether every process of the run ends (the warm process aside)."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if not _graders(base):
-            return True
-        time.sleep(0.05)
-    return False
+    return _within(limit, lambda: not _graders(base))

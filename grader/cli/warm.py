@@ -925,6 +925,8 @@ def _import_quietly() -> None:
     """Import what a run imports, keeping what the imports print on stderr for each run to print (_IMPORT_NOISE)."""
     import tempfile
 
+    from grader.sandbox import jail
+
     with tempfile.TemporaryFile() as noise:
         os.dup2(noise.fileno(), 2)
         try:
@@ -932,9 +934,7 @@ def _import_quietly() -> None:
         finally:
             if sys.stderr is not None:
                 sys.stderr.flush()
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 2)
-            os.close(devnull)
+            jail.quiet_standard_streams((2,))
         noise.seek(0)
         said = noise.read(1 << 16)
     if said:

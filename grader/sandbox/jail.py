@@ -314,7 +314,7 @@ def _fork_through_helper() -> tuple[int, bool]:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.write(w, b"1" if ok else b"0")
     os.close(w)
-    _quiet_standard_streams()  # nor does it hold the grader's output, which a reader would wait on after it ends
+    quiet_standard_streams()  # nor does it hold the grader's output, which a reader would wait on after it ends
     for fd in range(3, 1024):  # hold nothing of the child's: its pipes must close when it dies
         try:
             os.close(fd)
@@ -337,13 +337,14 @@ def flush_standard_streams() -> None:
             pass
 
 
-def _quiet_standard_streams() -> None:
-    """Point fds 0, 1 and 2 at /dev/null (where there is one): for a helper process that reads and prints nothing."""
+def quiet_standard_streams(fds=(0, 1, 2)) -> None:
+    """Point these fds at /dev/null, for a process that reads and prints nothing (a reader of the grader's output
+    would otherwise wait for it to end too); with no /dev/null (a bare chroot) they are kept."""
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
     except OSError:
         return
-    for fd in (0, 1, 2):
+    for fd in fds:
         os.dup2(devnull, fd)
     os.close(devnull)
 

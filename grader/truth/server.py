@@ -65,7 +65,7 @@ def _fork(close, body) -> int:
         code = 0
         try:
             close()
-            _let_go_of_output()
+            jail.quiet_standard_streams((1, 2))  # it prints nothing; a pipe's reader need not wait for it
             if jail._LIBC is not None:
                 jail._LIBC.prctl(jail.PR_SET_PDEATHSIG, signal.SIGKILL)
             jail.set_name("grade-truth")
@@ -78,18 +78,6 @@ def _fork(close, body) -> int:
         finally:
             os._exit(code)
     return pid
-
-
-def _let_go_of_output() -> None:
-    """Point stdout and stderr at /dev/null: this process prints nothing, and a reader of the grader's output (a
-    pipe, `$(grade ex1)`) would otherwise wait for it to end too, after the grader itself has."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-    except OSError:  # no /dev/null (a bare chroot): keep them, and build the truth all the same
-        return
-    for fd in (1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
 
 
 def finish(started, wait: bool = True) -> None:
