@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 GRADER = Path(__file__).resolve().parents[1] / "grader"
 # top to bottom: a folder may import its own modules and any folder below it, never one above
 LAYERS = ("cli", "ship", "classroom", "training", "show", "grading", "submissions", "spec", "truth", "sandbox")
@@ -127,15 +129,22 @@ def test_the_laptop_sandbox_starts_before_torch_is_imported():
     assert out.strip() == "[]"
 
 
-def test_grade_batch_starts_its_similarity_check_before_torch_is_imported(tmp_path):
+COURSE_TOML = 'secret = "a course secret of some length"\nlevel = "hint"\n[points]\nex1 = 30\n"ex2.dlogits" = 3\n'
+
+
+@pytest.mark.parametrize("course", ["", COURSE_TOML], ids=["no-course-toml", "course-toml-with-points"])
+def test_grade_batch_starts_its_similarity_check_before_torch_is_imported(tmp_path, course):
     """The class is found and compared in a child while torch loads (it takes a core for over a second): the real
-    command's path up to early.start, the reading of every kind of file included, imports no torch."""
+    command's path up to early.start, the course policy and the reading of every kind of file included, imports no
+    torch. (A course.toml's [points] once imported the catalogue, and with it torch, before the check started.)"""
     import shutil
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[1]
     shutil.copytree(root / "reference", tmp_path / "subs" / "ada")
+    if course:
+        (tmp_path / "subs" / "course.toml").write_text(course)
     code = (
         "import sys\n"
         "from grader.classroom import early\n"
@@ -160,12 +169,28 @@ def test_grade_batch_starts_its_similarity_check_before_torch_is_imported(tmp_pa
 
 
 def test_reading_one_folder_does_not_load_the_class_intake():
-    """grade exN reads its folder through intake.files: the package must not load discover and its archive readers
-    with it (they cost every student command ~5-8 ms)."""
+    """grade exN reads its folder through intake.files: the package must not load intake.finding and its archive
+    readers with it (they cost every student command ~5-8 ms)."""
     import subprocess
     import sys
 
     code = "import sys\nimport grader.submissions.intake.files\n"
-    code += "print('grader.submissions.intake.discover' in sys.modules)"
+    code += "print('grader.submissions.intake.finding' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_no_name_a_package_exports_on_first_use_is_also_one_of_its_modules():
+    """Importing a submodule binds its name on the package: a function exported under that name (intake's
+    `discover` once lived in intake/discover.py) became the module for whoever imported the package after the
+    submodule had been imported directly, and `grade batch` failed with "'module' object is not callable"."""
+    import importlib
+
+    for package in ("grader.sandbox", "grader.submissions.intake"):
+        module = importlib.import_module(package)
+        where = module.__getattr__.__closure__  # the _WHERE map handed to lazy.exports
+        names = next(c.cell_contents for c in where if isinstance(c.cell_contents, dict))
+        submodules = {p.stem for p in Path(module.__file__).parent.glob("*.py")} | {
+            p.parent.name for p in Path(module.__file__).parent.glob("*/__init__.py")
+        }
+        assert sorted(set(names) & submodules) == [], package

@@ -32,7 +32,7 @@ from grader.cli.main import main
 from grader.sandbox import Limits
 from grader.submissions.intake import discover, read_entry
 from grader.submissions.intake import messages as msg
-from grader.submissions.intake.discover import ID_COLLISION
+from grader.submissions.intake.finding import ID_COLLISION
 from grader.submissions.intake.gather import canvas_file, exercise_of
 from tests import shapes
 

@@ -10,7 +10,7 @@ import random
 
 from grader.classroom.reports.html import _LINE, _code, _e, _lines
 from grader.classroom.reports.sources import Shown
-from grader.submissions.intake.discover import shown
+from grader.submissions.intake.finding import shown
 
 
 def test_shown_replaces_each_lone_surrogate_and_nothing_else():

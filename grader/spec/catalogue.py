@@ -5,10 +5,14 @@ from __future__ import annotations
 import hashlib
 import weakref
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from grader.sandbox import forget
 from grader.spec import EXERCISES, SHORTCUT_GRADS
-from grader.truth import fixture
+from grader.truth import names
+
+if TYPE_CHECKING:
+    from grader.truth import fixture
 
 
 @dataclass(frozen=True)
@@ -51,9 +55,9 @@ class Call:
 
 def _ex1_calls() -> tuple[Call, ...]:
     calls = []
-    for k, var in enumerate(fixture.EX1_ORDER):
+    for k, var in enumerate(names.EX1_ORDER):
         name = "d" + var
-        calls.append(Call("ex1", name, (Item("ex1", name),), grads=tuple("d" + v for v in fixture.EX1_ORDER[:k])))
+        calls.append(Call("ex1", name, (Item("ex1", name),), grads=tuple("d" + v for v in names.EX1_ORDER[:k])))
     return tuple(calls)
 
 
@@ -62,7 +66,7 @@ CALLS: dict[str, tuple[Call, ...]] = {
     "ex2": (Call("ex2", "dlogits", (Item("ex2", "dlogits", 2.0),), grads=SHORTCUT_GRADS["ex2"]),),
     "ex3": (Call("ex3", "dhprebn", (Item("ex3", "dhprebn", 4.0),), grads=SHORTCUT_GRADS["ex3"]),),
     "ex4": (
-        Call("ex4", "backward", tuple(Item("ex4", g) for g in fixture.EX4_GRADS), kind="dict"),
+        Call("ex4", "backward", tuple(Item("ex4", g) for g in names.EX4_GRADS), kind="dict"),
         Call("ex4", "backward", (Item("ex4", "training", 3.0),), kind="training"),
     ),
 }
@@ -129,11 +133,15 @@ HIDDEN_GROUP = {"ex2": b"|ex2", "ex3": b"|ex3", "ex4": b"|ex4"}
 
 def graded_geometry(call: Call) -> fixture.Geometry:
     """Return the lecture's geometry a call is graded on (shared by every student)."""
+    from grader.truth import fixture
+
     return fixture.EX4_PRIMARY if call.ex4 else fixture.PRIMARY
 
 
 def geometries(call: Call, draw: Draw | None) -> tuple[fixture.Geometry, ...]:
     """Return the (graded, hidden second) geometry of a call; only the graded one when draw is None."""
+    from grader.truth import fixture
+
     if draw is None:
         return (graded_geometry(call),)
     hidden = fixture.hidden_geometry(draw.secret, draw.submission + HIDDEN_GROUP.get(call.exercise, b""))
@@ -142,6 +150,8 @@ def geometries(call: Call, draw: Draw | None) -> tuple[fixture.Geometry, ...]:
 
 def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> fixture.Fixture:
     """Return the fixture a call is graded on in one geometry."""
+    from grader.truth import fixture
+
     return fixture.build(geometry, data, ex4=call.ex4)
 
 

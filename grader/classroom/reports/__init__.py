@@ -115,7 +115,7 @@ def write_report(path: Path, summary: dict, students: dict[str, dict], sources=N
 def _write_text(path: Path, text: str) -> None:
     """Write UTF-8, whole or not at all; bytes of a student's file name that are not UTF-8 (lone surrogates) become
     U+FFFD."""
-    from grader.submissions.intake.discover import shown
+    from grader.submissions.intake.finding import shown
 
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(shown(text), encoding="utf-8")

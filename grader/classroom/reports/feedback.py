@@ -23,7 +23,7 @@ from pathlib import Path
 from grader.grading.scan import flagged_note, numeric_note
 from grader.show.table import visible
 from grader.submissions.intake import messages as msg
-from grader.submissions.intake.discover import _safe_id, shown
+from grader.submissions.intake.finding import _safe_id, shown
 
 FOLDER = "feedback"
 STATUS = {

@@ -3,13 +3,13 @@
 from grader.sandbox.lazy import exports
 
 # Each public name and the module that holds it, imported on first use: `grade exN` reads one folder through
-# intake.files and should not load every archive format discover knows (zip, tar, lzma, bz2) to do it.
+# intake.files and should not load every archive format finding.py knows (zip, tar, lzma, bz2) to do it.
 _WHERE = {
-    "Entry": "discover",
-    "Skipped": "discover",
-    "discover": "discover",
-    "read_entry": "discover",
-    "read_submission": "discover",
+    "Entry": "finding",
+    "Skipped": "finding",
+    "discover": "finding",
+    "read_entry": "finding",
+    "read_submission": "finding",
     "decode_source": "files",
     "IntakeSubmission": "read",
     "with_intake": "read",
