@@ -216,9 +216,12 @@ def grade_in_process(folder: Path):
         sources = runner.read_sources(folder, catalogue.EXERCISES)
         submission = Submission(str(folder), sources)
         session = NewSession(sources)
+        draw = catalogue.Draw.of(Policy().secret, sources)  # as runner.grade draws the hidden geometries
+        catalogue.build_fixtures(calls, None, draw)
         items = []
         for ex in catalogue.EXERCISES:
-            items += runner._grade_exercise(session, ex, [c for c in calls if c.exercise == ex], submission, None)
+            ex_calls = [c for c in calls if c.exercise == ex]
+            items += runner._grade_exercise(session, ex, ex_calls, submission, None, draw)
         result = SubmissionResult(str(folder), items)
         flags = [f.to_dict() for ex in sorted(sources) for f in internals.scan(ex, sources[ex].text)]
         if flags:
