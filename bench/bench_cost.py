@@ -10,7 +10,10 @@ process, the sandboxes each one reaped, the truth server, the background childre
     python bench/bench_cost.py [--n 200] [--big 2000] [--jobs 2] [--no-similarity] [--rounds 1]
 
 --rounds K runs each class K times, one after the other, and prints the medians and ranges as well: this
-machine's speed drifts by a quarter within an hour, so one run says little alone.
+machine's speed drifts by a quarter within an hour, so one run says little alone. Right before each run, the CPU
+of `python -c "import torch"` (median of three) is measured too, and each run's CPU per student is also given in
+thousandths of it: a yardstick taken in the same minute, which shows whether a dear run was a slow moment of the
+machine or of the grader.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import build_class, check_outdir, clean_env, compile_bytecode, grade_cmd  # noqa: E402
+from common import PYTHON, build_class, check_outdir, clean_env, compile_bytecode, grade_cmd  # noqa: E402
 
 ROLES = ("scheduler", "grading", "zygote", "sandboxes", "truth", "background", "the rest")
 
@@ -59,11 +62,27 @@ def run_once(subs: Path, out: Path, jobs: int, similarity: bool) -> dict:
     return {"wall": wall, "cpu": total, "minflt": usage.ru_minflt, "roles": roles}
 
 
-def report(n: int, got: dict) -> float:
+def yardstick() -> float:
+    """Return the CPU seconds of `python -c "import torch"`, the median of three runs, children included."""
+    cpu = []
+    for _ in range(3):
+        proc = subprocess.Popen([PYTHON, "-c", "import torch"], env=clean_env())
+        _, status, usage = os.wait4(proc.pid, 0)
+        if status:
+            raise SystemExit(f"CHECK FAILED: python -c 'import torch' exited with {status}")
+        cpu.append(usage.ru_utime + usage.ru_stime)
+    return statistics.median(cpu)
+
+
+def report(n: int, got: dict, torch_cpu: float) -> float:
     per = 1000 * got["cpu"] / n
     print(
         f"  {n} students: {got['wall']:.1f} s wall, {n / got['wall']:.1f} subs/s; CPU {got['cpu']:.1f} s "
         f"= {per:.1f} ms per student; {got['minflt'] / n:,.0f} minor page faults per student"
+    )
+    print(
+        f"    yardstick: `import torch` took {torch_cpu:.2f} s of CPU just before; a student cost "
+        f"{per / torch_cpu:.1f} thousandths of it"
     )
     print(
         "    by role, ms of CPU per student: "
@@ -92,9 +111,10 @@ def main() -> None:
             runs = []
             for k in range(args.rounds):
                 out = Path(tmp) / f"out{n}_{k}"
+                torch_cpu = yardstick()
                 got = run_once(subs, out, args.jobs, not args.no_similarity)
                 check_outdir(out, students)  # every verdict as its case pins it
-                runs.append((report(n, got), n / got["wall"]))
+                runs.append((report(n, got, torch_cpu), n / got["wall"]))
             per[n] = statistics.median(cpu for cpu, _ in runs)
             if args.rounds > 1:  # this machine's speed drifts: one run says little alone
                 rates = [rate for _, rate in runs]

@@ -83,18 +83,18 @@ def write_outputs(
     elif similarity:
         summary["similarity"] = class_similarity(entries)
     _write_json(out / "summary.json", summary)
-    write_report(out / "report.html", summary, students, sources)
-    write_feedback(out, students)  # one file per student to hand back, at the course's message level
+    # one file per student to hand back, at the course's message level: written while a child writes the report
+    write_report(out / "report.html", summary, students, sources, meanwhile=lambda: write_feedback(out, students))
     return summary
 
 
-def write_report(path: Path, summary: dict, students: dict[str, dict], sources=None) -> None:
+def write_report(path: Path, summary: dict, students: dict[str, dict], sources=None, meanwhile=None) -> None:
     """Write report.html.
 
     sources: None (the graded files by name only), {student: sources.StudentCode}, or a function returning that,
     which is called in a throwaway child that writes the page itself: the code it reads never enters this process,
     whose memory grading processes inherit (see sources.py). If that child fails, the page is written here without
-    the code, and says why.
+    the code, and says why. meanwhile: other work of this process, done while that child writes (or first).
     """
     from grader.classroom.reports.html import html_report
 
@@ -104,11 +104,17 @@ def write_report(path: Path, summary: dict, students: dict[str, dict], sources=N
         from grader.classroom.reports.sources import READ_SECONDS
 
         read, limit = sources, 600 + READ_SECONDS * len(students)  # each student's reading has its own bound
+        writing = pool.Background(lambda: _write_text(path, html_report(summary, students, read())) or True)
+        if meanwhile is not None:
+            meanwhile, done = None, meanwhile
+            done()
         try:
-            pool.in_child(lambda: _write_text(path, html_report(summary, students, read())) or True, deadline=limit)
+            writing.result(timeout=limit)
             return
         except RuntimeError as exc:  # the helper died or overran: the report all the same, saying why
             sources, note = None, f"The graded code could not be read again: {exc}."
+    if meanwhile is not None:
+        meanwhile()
     _write_text(path, html_report(summary, students, sources, code_note=note))
 
 
