@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import weakref
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 from grader.sandbox import forget
@@ -13,6 +14,15 @@ from grader.truth import names
 
 if TYPE_CHECKING:
     from grader.truth import fixture
+
+
+@cache
+def _fixture():
+    """Return grader.truth.fixture, imported on first use: reading the catalogue (a course.toml's [points], before
+    `grade batch` starts its similarity check) must not import torch."""
+    from grader.truth import fixture
+
+    return fixture
 
 
 @dataclass(frozen=True)
@@ -133,26 +143,20 @@ HIDDEN_GROUP = {"ex2": b"|ex2", "ex3": b"|ex3", "ex4": b"|ex4"}
 
 def graded_geometry(call: Call) -> fixture.Geometry:
     """Return the lecture's geometry a call is graded on (shared by every student)."""
-    from grader.truth import fixture
-
-    return fixture.EX4_PRIMARY if call.ex4 else fixture.PRIMARY
+    return _fixture().EX4_PRIMARY if call.ex4 else _fixture().PRIMARY
 
 
 def geometries(call: Call, draw: Draw | None) -> tuple[fixture.Geometry, ...]:
     """Return the (graded, hidden second) geometry of a call; only the graded one when draw is None."""
-    from grader.truth import fixture
-
     if draw is None:
         return (graded_geometry(call),)
-    hidden = fixture.hidden_geometry(draw.secret, draw.submission + HIDDEN_GROUP.get(call.exercise, b""))
+    hidden = _fixture().hidden_geometry(draw.secret, draw.submission + HIDDEN_GROUP.get(call.exercise, b""))
     return graded_geometry(call), hidden
 
 
 def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> fixture.Fixture:
     """Return the fixture a call is graded on in one geometry."""
-    from grader.truth import fixture
-
-    return fixture.build(geometry, data, ex4=call.ex4)
+    return _fixture().build(geometry, data, ex4=call.ex4)
 
 
 def build_fixtures(calls, data: str | None, draw: Draw | None, started=None, wait: bool = True) -> None:
