@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -412,6 +413,40 @@ def test_the_report_is_written_without_code_when_reading_it_fails(graded, tmp_pa
     page = (tmp_path / "report.html").read_text()
     assert "The graded code could not be read again: a helper process failed" in page
     assert '<details class="source"' not in page and "ex1: <code>ex1.py</code>" in page
+
+
+def test_feedback_is_written_while_a_child_writes_the_report_and_a_failure_there_stops_the_child(graded, tmp_path):
+    """write_outputs writes the feedback files while the report's child reads the code and writes report.html; if
+    that work fails (a full disk, a Ctrl-C), the child is stopped, not left to write the page later."""
+    import time
+
+    out, _ = graded
+    summary = json.loads((out / "summary.json").read_text())
+    ada = json.loads((out / "students" / "ada.json").read_text())
+    seen = []
+
+    def meanwhile():
+        seen.append(_children())  # the report's child exists while this runs
+        raise OSError("No space left on device")
+
+    def slow():
+        time.sleep(5)
+        return {}
+
+    before = set(_children())  # a browser of another test's, say
+    with pytest.raises(OSError, match="No space left"):
+        write_report(tmp_path / "report.html", summary, {"ada": ada}, slow, meanwhile=meanwhile)
+    writer = set(seen[0]) - before
+    assert writer, "the report was not being written in a child while the feedback was"
+    assert not writer & set(_children()), "the report's child outlived the failure"
+    time.sleep(0.2)
+    assert not (tmp_path / "report.html").exists()
+
+
+def _children() -> list[int]:
+    """Return the pids of this process's live children."""
+    pid = os.getpid()
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def test_graded_code_in_a_browser(coded, browser):

@@ -107,7 +107,11 @@ def write_report(path: Path, summary: dict, students: dict[str, dict], sources=N
         writing = pool.Background(lambda: _write_text(path, html_report(summary, students, read())) or True)
         if meanwhile is not None:
             meanwhile, done = None, meanwhile
-            done()
+            try:
+                done()
+            except BaseException:  # noqa: B036 - a Ctrl-C or a full disk: no child goes on writing the page
+                writing.kill()
+                raise
         try:
             writing.result(timeout=limit)
             return
