@@ -264,7 +264,7 @@ def install_batch() -> None:
     timed(pool, "in_child", "  digests, read in a throwaway child")
     timed(pool, "run", "  pool.run (start the generator)")
     timed(batch, "write_outputs", "  write_outputs (gradebook, summary, similarity, html)")
-    timed(pool.Background, "result", "    similarity: waiting for its background helper (it ran beside the grading)")
+    timed(pool.Background, "result", "    waiting for background helpers (similarity; report.html)")
     timed(similarity, "compare_class", "    similarity (copydetect)")
     timed(similarity, "_fingerprint", "      fingerprint one function (Pygments tokens, k-grams)")
     timed(similarity, "_compare", "      compare one pair of students")

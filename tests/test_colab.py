@@ -39,23 +39,29 @@ def _run(argv, **kwargs):
     return proc
 
 
-def _fresh_runtime(where: Path) -> Path:
-    """Make a venv that sees no package of this interpreter's but torch, ipykernel and pip; return its python."""
+def _fresh_runtime(where: Path) -> tuple[Path, Path]:
+    """Make a venv that sees no package of this interpreter's but torch, ipykernel and pip; return its python and
+    the folder those three come from."""
     _run([sys.executable, "-m", "venv", "--without-pip", where])
     python = where / ("Scripts" if os.name == "nt" else "bin") / "python"
     purelib = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
-    _link(Path(purelib), ["torch", "ipykernel", "pip"])
+    linked = where.with_name(f"{where.name}-packages")
+    _link(linked, ["torch", "ipykernel", "pip"])
+    Path(purelib, "_runtime_packages.pth").write_text(f"{linked}\n")
     _run([python, "-m", "ipykernel", "install", "--prefix", where, "--name", KERNEL])
-    return python
+    return python, linked
 
 
-def _link(site: Path, names: list[str]) -> None:
-    """Install these packages of this interpreter's, and each package they require, in site by symbolic links.
+def _link(folder: Path, names: list[str]) -> None:
+    """Link these packages of this interpreter's, and each package they require, into folder, dist-info and all.
 
-    What `pip install torch==2.13.0 ipykernel` would unpack there (~50 s of this test's time, most of it torch's
-    copy): pip and import find them installed in the runtime, dist-info and all, and nothing else of this
-    interpreter's.
+    What `pip install torch==2.13.0 ipykernel` would unpack (~50 s of this test's time, most of it torch's copy):
+    the runtime finds them installed (its .pth names the folder), and nothing else of this interpreter's. The
+    folder lies outside the venv, so the runtime's pip, should it ever want another version of one, installs that
+    in the venv and deletes nothing through a link (asked for mpmath 1.2.1 here: "Can't uninstall 'mpmath'. No
+    files were found to uninstall", the outer 1.3.0 untouched).
     """
+    folder.mkdir()
     todo, seen = list(names), set()
     while todo:
         dist = importlib.metadata.distribution(todo.pop())
@@ -67,8 +73,8 @@ def _link(site: Path, names: list[str]) -> None:
         tops = {Path(f).parts[0] for f in dist.files or () if not str(f).startswith("..")} - {"__pycache__"}
         for top in tops:
             target = Path(dist.locate_file(top))
-            if target.exists() and not (site / top).exists():
-                (site / top).symlink_to(target)
+            if target.exists() and not (folder / top).exists():
+                (folder / top).symlink_to(target)
 
 
 def _notebook():
@@ -95,7 +101,8 @@ def test_the_notebook_installs_the_bundle_and_grades_in_a_fresh_runtime(tmp_path
     content.mkdir()
     shutil.make_archive(str(content / "bundle"), "zip", bundle)  # cd bundle && zip -r ../bundle.zip .
     venv = tmp_path / "venv"
-    python = _fresh_runtime(venv)
+    assert importlib.metadata.version("torch").split("+")[0] == release.TORCH_VERSION  # the bundle's own pin
+    python, linked = _fresh_runtime(venv)
     missing = subprocess.run([python, "-c", "import grader"], capture_output=True, cwd=content)
     assert missing.returncode != 0  # nothing of this project in the runtime before the first cell
 
@@ -112,7 +119,7 @@ def test_the_notebook_installs_the_bundle_and_grades_in_a_fresh_runtime(tmp_path
     said = "".join(o.get("text", "") for o in outputs[student.INSTALL])
     assert "grader installed" in said
     where = "".join(o.get("text", "") for o in outputs[WHERE])
-    assert f"grader from {venv}" in where and f"torch from {venv}" in where, where  # the bundle's, in the runtime
+    assert f"grader from {venv}" in where and f"torch from {linked}" in where, where  # the bundle's; the runtime's
     tables = [o["data"]["text/html"] for o in outputs['check("ex1")'] if "text/html" in o.get("data", {})]
     assert len(tables) == 1, outputs['check("ex1")']
     assert "<code>ex1.dlogprobs</code>" in tables[0] and "<code>ex1.dC</code>" in tables[0]

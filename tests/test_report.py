@@ -417,7 +417,8 @@ def test_the_report_is_written_without_code_when_reading_it_fails(graded, tmp_pa
 
 def test_feedback_is_written_while_a_child_writes_the_report_and_a_failure_there_stops_the_child(graded, tmp_path):
     """write_outputs writes the feedback files while the report's child reads the code and writes report.html; if
-    that work fails (a full disk, a Ctrl-C), the child is stopped, not left to write the page later."""
+    that work fails (a full disk, a Ctrl-C), the child is stopped, not left to write the page later, and an earlier
+    run's page is not left beside this run's gradebook."""
     import time
 
     out, _ = graded
@@ -434,6 +435,7 @@ def test_feedback_is_written_while_a_child_writes_the_report_and_a_failure_there
         return {}
 
     before = set(_children())  # a browser of another test's, say
+    (tmp_path / "report.html").write_text("an earlier run's report")  # --out reused
     with pytest.raises(OSError, match="No space left"):
         write_report(tmp_path / "report.html", summary, {"ada": ada}, slow, meanwhile=meanwhile)
     writer = set(seen[0]) - before

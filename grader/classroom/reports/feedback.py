@@ -33,7 +33,7 @@ STATUS = {
     "timeout": "timed out",
     "not_attempted": "not attempted",
 }
-# intake notes for the instructor only: they name other students, sources or ids (discover.py writes them)
+# intake notes for the instructor only: they name other students, sources or ids (intake/finding.py writes them)
 INSTRUCTOR_NOTES = (
     msg.DUPLICATE_ID,
     msg.ID_COLLISION,
