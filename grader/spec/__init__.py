@@ -1,6 +1,6 @@
 """What is graded: the items and their points, the course policy, and what a stub is.
 
-The names below stand apart from the catalogue, which imports torch: reading a submission needs them, not torch.
+The names below stand apart from the catalogue: reading a submission needs them, not the exercises' calls.
 """
 
 EXERCISES = ("ex1", "ex2", "ex3", "ex4")
