@@ -220,10 +220,10 @@ def grade_in_process(folder: Path):
         draw = catalogue.Draw.of(Policy().secret, sources) if drawn else None  # as runner.grade draws them
         if drawn:
             catalogue.build_fixtures(calls, None, draw)
+        extra = (draw,) if drawn else ()
         items = []
         for ex in catalogue.EXERCISES:
             ex_calls = [c for c in calls if c.exercise == ex]
-            extra = (draw,) if drawn else ()
             items += runner._grade_exercise(session, ex, ex_calls, submission, None, *extra)
         result = SubmissionResult(str(folder), items)
         flags = [f.to_dict() for ex in sorted(sources) for f in internals.scan(ex, sources[ex].text)]

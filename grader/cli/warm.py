@@ -84,17 +84,21 @@ def folder() -> str | None:
 
 def key() -> str:
     """Return what a warm process must share with this one to grade a run as this one would."""
-    import hashlib
     import resource
 
-    h = hashlib.blake2b(digest_size=10)
+    try:
+        from _blake2 import blake2b  # hashlib's own, without hashlib loading OpenSSL (~12 ms of every served run)
+    except ImportError:  # an interpreter built without it
+        from hashlib import blake2b
+
+    h = blake2b(digest_size=10)
 
     def add(*parts) -> None:
         for part in parts:
             h.update(repr(part).encode() + b"\0")
 
     add(os.getuid(), os.getgid(), sorted(os.getgroups()), sys.executable, sys.version, tuple(sys.flags))
-    add(sys.warnoptions, sys._xoptions, sys.path[1:])
+    add(sys.warnoptions, sys._xoptions)  # sys.path[1:] below, with each folder's stamp
     add(sorted((k, v) for k, v in os.environ.items() if k.startswith(_IMPORT_ENV)))
     add([resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")])
     add(sorted(os.sched_getaffinity(0)))  # torch sizes its thread pool from it
@@ -574,7 +578,7 @@ class _Warm:
                         self.stop()
                     self.forget(p)
                     return
-                if tag != b"R" or length > MAX_REQUEST or (self.stopping and tag == b"R"):
+                if tag != b"R" or length > MAX_REQUEST or self.stopping:
                     self.forget(p)
                     return
                 if len(p.data) < _HEADER.size + length:

@@ -98,29 +98,29 @@ def write_report(path: Path, summary: dict, students: dict[str, dict], sources=N
     """
     from grader.classroom.reports.html import html_report
 
-    note = ""
-    if callable(sources):
-        from grader.classroom import pool
-        from grader.classroom.reports.sources import READ_SECONDS
+    if not callable(sources):
+        if meanwhile is not None:
+            meanwhile()
+        _write_text(path, html_report(summary, students, sources))
+        return
+    from grader.classroom import pool
+    from grader.classroom.reports.sources import READ_SECONDS
 
-        read, limit = sources, 600 + READ_SECONDS * len(students)  # each student's reading has its own bound
-        writing = pool.Background(lambda: _write_text(path, html_report(summary, students, read())) or True)
+    read, limit = sources, 600 + READ_SECONDS * len(students)  # each student's reading has its own bound
+    writing = pool.Background(lambda: _write_text(path, html_report(summary, students, read())) or True)
+    try:
+        if meanwhile is not None:
+            meanwhile()
         try:
-            if meanwhile is not None:
-                meanwhile, done = None, meanwhile
-                done()
-            try:
-                writing.result(timeout=limit)
-                return
-            except RuntimeError as exc:  # the helper died or overran: the report all the same, saying why
-                sources, note = None, f"The graded code could not be read again: {exc}."
-        except BaseException:  # noqa: B036 - a full disk, a Ctrl-C, a TERM: no child goes on writing the page,
-            writing.kill()
-            path.unlink(missing_ok=True)  # and no report of an earlier run sits beside this run's gradebook
-            raise
-    if meanwhile is not None:
-        meanwhile()
-    _write_text(path, html_report(summary, students, sources, code_note=note))
+            writing.result(timeout=limit)
+            return
+        except RuntimeError as exc:  # the helper died or overran: the report all the same, saying why
+            note = f"The graded code could not be read again: {exc}."
+    except BaseException:  # noqa: B036 - a full disk, a Ctrl-C, a TERM: no child goes on writing the page,
+        writing.kill()
+        path.unlink(missing_ok=True)  # and no report of an earlier run sits beside this run's gradebook
+        raise
+    _write_text(path, html_report(summary, students, None, code_note=note))
 
 
 def _write_text(path: Path, text: str) -> None:
