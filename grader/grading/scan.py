@@ -580,12 +580,15 @@ _COMPLEX_NAMES = frozenset("complex complex32 complex64 complex128 cfloat cdoubl
 _PERTURBED_CALL = re.compile(r"\w\([^()\n]*[\w\])]\s*[+-]\s*[\w(]")  # f(a, x + h ...: a call with a nudged argument
 _COMPLEX_TEXT = re.compile(r"\d[jJ]\b|complex|cfloat|cdouble|chalf|\bimag\b")
 _LOOP_TEXT = re.compile(r"\b(?:for|while)\b")
+# A difference divided, `(a - b) / h`: the subtraction needs its parentheses, so `)` then `/`, with only spaces,
+# line breaks and whole comments between (a comment holds no `)`, so no two matches scan the same text)
+_DIVIDED = re.compile(r"\)(?:[\s\\]|#[^\n)]*\n)*/(?!/)")
 
 
 def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     """Return the places where a source file differentiates numerically (complex step, finite differences)."""
     complex_text = _COMPLEX_TEXT.search(text) is not None
-    if not complex_text and not ("/" in text and (_LOOP_TEXT.search(text) or _PERTURBED_CALL.search(text))):
+    if not complex_text and not (_DIVIDED.search(text) and (_LOOP_TEXT.search(text) or _PERTURBED_CALL.search(text))):
         return ()  # most files: no parse at all
     try:
         trees = [bounded.parse(text)] if complex_text else _candidate_blocks(text)
@@ -622,8 +625,8 @@ _BLOCK_START = re.compile(r"(?:async\s+def|def|class)\b")
 
 
 def _candidate_blocks(text: str) -> list[ast.Module]:
-    """Return the parsed top-level functions and classes that hold a division and either a loop or a call with a
-    nudged argument (f(x + h ...), at their own lines.
+    """Return the parsed top-level functions and classes that hold a division of a parenthesised expression and
+    either a loop or a call with a nudged argument (f(x + h ...), at their own lines.
 
     Only such a function can difference the forward pass: the rest of the file is not parsed (a file of 26
     functions took ~5 ms). A block that does not parse alone (a string running into column 0) falls back to the
@@ -635,7 +638,7 @@ def _candidate_blocks(text: str) -> list[ast.Module]:
     for k in starts:
         end = next((j for j in range(k + 1, len(lines)) if lines[j][:1] not in ("", " ", "\t", "\n", "\r", "#")), None)
         block = "".join(lines[k:end])
-        if "/" not in block or not (_LOOP_TEXT.search(block) or _PERTURBED_CALL.search(block)):
+        if not _DIVIDED.search(block) or not (_LOOP_TEXT.search(block) or _PERTURBED_CALL.search(block)):
             continue
         try:
             tree = bounded.parse("\n" * k + block)  # parsed at its own lines (increment_lineno walks the tree)

@@ -424,10 +424,10 @@ class ChildServer:
             return None
         request = wire.decode_header(head)
         self.in_place = bool(request.get("shared")) and self.shared is not None
-        dec = wire.Decoder(self.shared, alias=True) if self.in_place else wire.Decoder(blob)
+        buffer = self.shared if self.in_place else blob
         for run in [request, *request.get("runs", ())]:
             if "args" in run:
-                run["args"] = {k: _plain(dec.value(v)) for k, v in run["args"].items()}
+                run["args"] = {k: wire.own_value(v, buffer, self.in_place) for k, v in run["args"].items()}
         return request
 
     _pending = b""  # read from the request pipe past the frame being read: one read takes a whole small frame
@@ -548,10 +548,6 @@ def _output_size() -> int:
         return os.lseek(1, 0, os.SEEK_END)  # the child is the file's only writer: its end is where prints go
     except OSError:
         return -1
-
-
-def _plain(value):
-    return value.tensor if isinstance(value, wire.Returned) else value
 
 
 def _as_plain(value):

@@ -377,6 +377,28 @@ class Decoder:
         return Returned(flat.reshape(shape), bool(desc.get("requires_grad")), bool(desc.get("grad_fn")))
 
 
+def own_value(desc: dict, buffer, alias: bool):
+    """Rebuild a value the grader encoded itself (a child reading its request): no bounds, the bytes are ours.
+
+    alias: tensors over buffer's own memory (the shared inputs, so the parent sees in-place changes), else copies.
+    """
+    kind = desc["kind"]
+    if kind == "tensor":
+        dtype, offset, nbytes = DTYPES[desc["dtype"]], desc["offset"], desc["nbytes"]
+        if not nbytes:
+            flat = torch.empty(0, dtype=dtype)
+        elif alias:
+            flat = torch.frombuffer(buffer, dtype=dtype, count=nbytes // _ITEMSIZE[desc["dtype"]], offset=offset)
+        else:
+            flat = torch.frombuffer(bytearray(buffer[offset : offset + nbytes]), dtype=dtype)
+        return flat.reshape(desc["shape"])
+    if kind == "int":
+        return desc["value"]
+    if kind == "dict":
+        return {k: own_value(v, buffer, alias) for k, v in desc["items"].items()}
+    return Opaque(desc["type"])
+
+
 _TENSOR_FIELDS = {
     "kind": str,
     "dtype": str,
