@@ -153,3 +153,17 @@ def no_truth_built():
 
     with fixture.BUILT.emptied():
         yield
+
+
+def sandboxes_started(monkeypatch) -> list[bool]:
+    """Record, for each sandbox started in this process from now on, whether a zygote forked it."""
+    from grader.sandbox import worker, zygote
+
+    started, real = [], worker.Worker.start_fork
+
+    def start_fork(self):
+        started.append(zygote.current() is not None)
+        return real(self)
+
+    monkeypatch.setattr(worker.Worker, "start_fork", start_fork)
+    return started

@@ -17,7 +17,7 @@ import pytest
 from grader.ship import gradescope, release
 from grader.spec import policy
 from grader.spec.policy import Policy
-from tests.conftest import REFERENCE
+from tests.conftest import REFERENCE, sandboxes_started
 from tests.conftest import item_json as _item
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -391,6 +391,19 @@ def test_hard_coded_sizes_show_only_after_the_hidden_tests_do(tmp_path):
     assert (hidden["status"], hidden["score"], hidden["visibility"]) == ("failed", 0, "after_published")
     assert "other sizes" in hidden["output"]
     assert results["score"] == 0
+
+
+@pytest.mark.slow
+def test_a_child_restarted_after_a_crash_is_forked_by_the_zygote_too(tmp_path, monkeypatch):
+    """One student per process, judged as it goes: no sandbox, not even a restart, is a fork of this process."""
+    started = sandboxes_started(monkeypatch)
+    crash = (ROOT / "reference" / "ex1.py").read_text() + "\n\ndef dh(dlogits, W2):\n    torch.os._exit(3)\n"
+    results = gradescope.run(_fake_root(tmp_path, {"ex1.py": crash}), policy=Policy(secret=SECRET))
+    tests = {t["name"]: t for t in results["tests"]}
+    assert tests["ex1.dh"]["status"] == "failed" and "exited with code 3" in tests["ex1.dh"]["output"]
+    after = tests["ex1.dW2 (hidden geometry)"]  # the call after the crash, in a new child
+    assert after["score"] == after["max_score"] == 1
+    assert len(started) >= 2 and all(started), started
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from grader.ship import prairielearn
 from grader.spec import policy
 from grader.spec.policy import Policy
-from tests.conftest import REFERENCE
+from tests.conftest import REFERENCE, sandboxes_started
 from tests.conftest import item_json as _item
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,6 +231,19 @@ def test_a_broken_file_scores_zero_for_its_exercise_only(tmp_path):
     ex2 = next(t for t in out["tests"] if t["name"] == "ex2.dlogits")
     assert ex2["output"].startswith("ERROR") and "SyntaxError" in ex2["message"]
     assert "Not found: ex1, ex4." in out["output"]
+
+
+@pytest.mark.slow
+def test_a_child_restarted_after_a_crash_is_forked_by_the_zygote_too(tmp_path, monkeypatch):
+    """As on Gradescope: no sandbox of this one-student process, not even a restart, is a fork of it."""
+    started = sandboxes_started(monkeypatch)
+    crash = (REFERENCE / "ex1.py").read_text() + "\n\ndef dh(dlogits, W2):\n    torch.os._exit(3)\n"
+    out = prairielearn.run(_grade_tree(tmp_path, {"ex1.py": crash}), policy=Policy(secret=SECRET), exercises=["ex1"])
+    tests = {t["name"]: t for t in out["tests"]}
+    assert "exited with code 3" in tests["ex1.dh"]["message"] and tests["ex1.dh (hidden geometry)"]["points"] == 0
+    after = tests["ex1.dW2 (hidden geometry)"]  # the call after the crash, in a new child
+    assert after["points"] == after["max_points"] == 1
+    assert len(started) >= 2 and all(started), started
 
 
 def test_nothing_to_grade_is_not_gradable(tmp_path):

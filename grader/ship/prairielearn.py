@@ -290,13 +290,14 @@ def run(
     root = Path(root)
     try:
         from grader.grading import runner  # lazily: it imports torch
-        from grader.sandbox import Limits, jail, protections
+        from grader.sandbox import Limits, jail, protections, zygote
         from grader.submissions.intake import read_submission  # the same rules as `grade batch`
 
         missing = protections().missing_minimum()
         if missing and not unsafe:
             raise jail.WallsMissing(missing)
-        with overall.overall(deadline):
+        # every sandbox, a restart after a crash too, forked by a zygote that never holds the submission or the truth
+        with overall.overall(deadline), zygote.serving():
             target = read_submission(root / "student")
             target.name = "submission"
             note, found = _intake_note(target, exercises)
