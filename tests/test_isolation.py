@@ -612,6 +612,18 @@ def test_the_truth_is_computed_in_a_helper_never_in_the_process_that_forks_sandb
     assert all(arena.ARENA.holds(t) for fx in fixture.BUILT.values() for t in fx.secrets())
 
 
+def test_only_the_exercises_that_run_get_a_hidden_truth(tmp_path, no_truth_built):
+    """A partial submission (Ex2 alone here) costs the truth of its own exercises, not of all four."""
+    from grader.truth import fixture
+
+    sub = make_submission(tmp_path / "sub", {"ex2.py": (REFERENCE / "ex2.py").read_text()}, base=None)
+    result = grade(sub, limits=LIMITS)
+    assert {i.exercise for i in result.items if i.status == "passed"} == {"ex2"}
+    assert {i.status for i in result.items if i.exercise != "ex2"} == {"not_attempted"}
+    hidden = [g for g, _, _ in fixture.BUILT if g not in (fixture.PRIMARY, fixture.EX4_PRIMARY)]
+    assert len(hidden) == 1, hidden
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="process names are Linux-only")
 def test_each_process_of_the_grader_says_what_it_is_in_ps():
     from grader.sandbox import Worker
