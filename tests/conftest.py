@@ -156,14 +156,21 @@ def no_truth_built():
 
 
 def sandboxes_started(monkeypatch) -> list[bool]:
-    """Record, for each sandbox started in this process from now on, whether a zygote forked it."""
+    """Record, for each sandbox started in this process from now on, whether a zygote forked it; the first entry
+    says whether a zygote was there already when the submission was read."""
     from grader.sandbox import worker, zygote
+    from grader.submissions import intake
 
-    started, real = [], worker.Worker.start_fork
+    started, real, read = [], worker.Worker.start_fork, intake.read_submission
 
     def start_fork(self):
         started.append(zygote.current() is not None)
         return real(self)
 
+    def read_submission(*args, **kwargs):
+        started.append(zygote.current() is not None)
+        return read(*args, **kwargs)
+
     monkeypatch.setattr(worker.Worker, "start_fork", start_fork)
+    monkeypatch.setattr(intake, "read_submission", read_submission)
     return started

@@ -403,7 +403,7 @@ def test_a_child_restarted_after_a_crash_is_forked_by_the_zygote_too(tmp_path, m
     assert tests["ex1.dh"]["status"] == "failed" and "exited with code 3" in tests["ex1.dh"]["output"]
     after = tests["ex1.dW2 (hidden geometry)"]  # the call after the crash, in a new child
     assert after["score"] == after["max_score"] == 1
-    assert len(started) >= 2 and all(started), started
+    assert len(started) >= 3 and all(started), started  # the reading, then two children at least
 
 
 @pytest.mark.slow

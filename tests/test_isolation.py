@@ -332,6 +332,26 @@ def test_work_for_later_grading_processes_runs_once_beside_the_first(monkeypatch
     assert log == ["start 1", "after", "start 2", "start 3"]
 
 
+@pytest.mark.parametrize(
+    "divided",
+    [
+        "        d = (f(x + h) - f(x - h)) / (2 * h)\n",
+        "        d = ((f(x + h) - f(x - h))  # central\n             / (2 * h))\n",
+        "        d = ((f(x + h) - f(x - h))  # central (2nd order) difference\n             / (2 * h))\n",
+        "        d = ((f(x + h) - f(x - h))\n/ (2 * h))\n",  # a continuation line in column 0
+        "        d = (f(x + h) - f(x - h)) \\\n            / (2 * h)\n",
+    ],
+)
+def test_a_finite_difference_is_flagged_however_its_division_is_laid_out(divided):
+    """The scan parses only text that can divide a difference: a comment, or a line break, before the `/` hides
+    none (found by a reviewing helper: a comment holding a `)`, and a continuation line in column 0)."""
+    from grader.grading.scan import numeric
+
+    text = "import torch\n\n\ndef dx(x, f, h):\n    for k in range(3):\n" + divided + "    return d\n"
+    assert [f.what for f in numeric("ex1", text)] == ["a finite difference in dx() (the forward pass evaluated twice)"]
+    assert numeric("ex1", text.replace("- f(x - h)", "- g(x)")) == ()  # two different functions: no flag
+
+
 def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_not():
     for path in sorted(CORPUS.rglob("*.py")) + sorted(REFERENCE.glob("*.py")):
         assert scan("ex", path.read_text()) == (), path
@@ -612,12 +632,16 @@ def test_the_truth_is_computed_in_a_helper_never_in_the_process_that_forks_sandb
     assert all(arena.ARENA.holds(t) for fx in fixture.BUILT.values() for t in fx.secrets())
 
 
-def test_only_the_exercises_that_run_get_a_hidden_truth(tmp_path, no_truth_built):
-    """A partial submission (Ex2 alone here) costs the truth of its own exercises, not of all four."""
+def test_only_the_exercises_that_run_get_a_hidden_truth(tmp_path, monkeypatch, no_truth_built):
+    """A partial submission (Ex2 alone here) costs the truth of its own exercises, not of all four; the lecture's
+    truth of the others (their items' shapes) is still built in the helper, never here."""
     from grader.truth import fixture
 
+    here, real = [], fixture.autograd_truth
+    monkeypatch.setattr(fixture, "autograd_truth", lambda *a, **k: here.append(1) or real(*a, **k))
     sub = make_submission(tmp_path / "sub", {"ex2.py": (REFERENCE / "ex2.py").read_text()}, base=None)
     result = grade(sub, limits=LIMITS)
+    assert here == [], "the truth was computed in the grading process"
     assert {i.exercise for i in result.items if i.status == "passed"} == {"ex2"}
     assert {i.status for i in result.items if i.exercise != "ex2"} == {"not_attempted"}
     hidden = [g for g, _, _ in fixture.BUILT if g not in (fixture.PRIMARY, fixture.EX4_PRIMARY)]

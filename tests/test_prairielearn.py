@@ -243,7 +243,7 @@ def test_a_child_restarted_after_a_crash_is_forked_by_the_zygote_too(tmp_path, m
     assert "exited with code 3" in tests["ex1.dh"]["message"] and tests["ex1.dh (hidden geometry)"]["points"] == 0
     after = tests["ex1.dW2 (hidden geometry)"]  # the call after the crash, in a new child
     assert after["points"] == after["max_points"] == 1
-    assert len(started) >= 2 and all(started), started
+    assert len(started) >= 3 and all(started), started  # the reading, then two children at least
 
 
 def test_nothing_to_grade_is_not_gradable(tmp_path):

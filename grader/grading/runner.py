@@ -352,9 +352,9 @@ def grade(
     wanted = {c.exercise for c in calls}
     draw = catalogue.Draw.of(policy.secret, submission.sources)  # the course's secret, this submission's own files
     sources = {ex: src for ex, src in submission.sources.items() if ex in wanted}
-    # the truth of the exercises that will run (a missing or unreadable file needs only the lecture's shapes)
-    truths = [c for c in calls if c.exercise in sources and c.exercise not in submission.problems]
-    started = catalogue.start_fixtures(truths, data, draw)  # built in a helper while files are checked
+    # a hidden truth for the exercises that will run; a missing or unreadable file needs only the lecture's shapes
+    run = {ex for ex in sources if ex not in submission.problems}
+    started = catalogue.start_fixtures(calls, data, draw, run)  # built in a helper while files are checked
     for ex, src in sources.items():  # a route out of the exercise (a frame, raw memory): the file is not run at all
         escape = next(iter(internals.escapes(ex, src.text)), None)
         if ex not in submission.problems and escape is not None:
@@ -370,7 +370,7 @@ def grade(
             # read, not run: the scan fills the wait for the truth
             flags = [f.to_dict() for ex in sorted(sources) for f in internals.scan(ex, sources[ex].text)]
             numeric = [f.to_dict() for ex in sorted(sources) for f in internals.numeric(ex, sources[ex].text)]
-            catalogue.build_fixtures(truths, data, draw, started, wait=wait_for_sandboxes)
+            catalogue.build_fixtures(calls, data, draw, started, wait=wait_for_sandboxes, run=run)
             for ex in catalogue.EXERCISES:
                 ex_calls = [c for c in calls if c.exercise == ex]
                 if ex_calls:

@@ -583,15 +583,19 @@ _LOOP_TEXT = re.compile(r"\b(?:for|while)\b")
 # A difference divided, `(a - b) / h`: the subtraction needs its parentheses, so `)` then `/`, with only spaces,
 # line breaks and whole comments between (a comment holds no `)`, so no two matches scan the same text)
 _DIVIDED = re.compile(r"\)(?:[\s\\]|#[^\n)]*\n)*/(?!/)")
+# ... or a line that starts with `/`: after a comment that holds a `)`, or in column 0 (where a block would end)
+_LINE_DIVIDES = re.compile(r"^[ \t\f]*/(?!/)", re.MULTILINE)
 
 
 def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     """Return the places where a source file differentiates numerically (complex step, finite differences)."""
     complex_text = _COMPLEX_TEXT.search(text) is not None
-    if not complex_text and not (_DIVIDED.search(text) and (_LOOP_TEXT.search(text) or _PERTURBED_CALL.search(text))):
+    line_divides = _LINE_DIVIDES.search(text) is not None
+    divides = line_divides or _DIVIDED.search(text)
+    if not complex_text and not (divides and (_LOOP_TEXT.search(text) or _PERTURBED_CALL.search(text))):
         return ()  # most files: no parse at all
     try:
-        trees = [bounded.parse(text)] if complex_text else _candidate_blocks(text)
+        trees = [bounded.parse(text)] if complex_text or line_divides else _candidate_blocks(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     found = []

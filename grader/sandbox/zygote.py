@@ -77,17 +77,18 @@ def serving():
     For a process that grades one student and judges as it goes (Gradescope, PrairieLearn): a child restarted
     after a crash is then forked from clean memory too, not from this process and what judging left in it.
     """
-    if not supported() or current() is not None:
+    from grader.sandbox.worker import backend
+
+    if not supported() or current() is not None or backend() != "fork":
         yield
         return
     pid, sock = start()
-    client = Client(sock, pid)
-    use(client)
     try:
+        use(Client(sock, pid))
         yield
     finally:
         use(None)
-        client.close()  # it kills the children it still has, reaps them and ends
+        sock.close()  # the zygote kills the children it still has, reaps them and ends
         os.waitpid(pid, 0)
 
 

@@ -292,12 +292,14 @@ def run(
         from grader.grading import runner  # lazily: it imports torch
         from grader.sandbox import Limits, jail, protections, zygote
         from grader.submissions.intake import read_submission  # the same rules as `grade batch`
+        from grader.truth import fixture
 
         missing = protections().missing_minimum()
         if missing and not unsafe:
             raise jail.WallsMissing(missing)
-        # every sandbox, a restart after a crash too, forked by a zygote that never holds the submission or the truth
-        with overall.overall(deadline), zygote.serving():
+        # every sandbox, a restart after a crash too, forked by a zygote that never holds the submission or the truth;
+        # the truth, built here for the zygote's sake (unsealed), is not kept past the run
+        with overall.overall(deadline), zygote.serving(), fixture.BUILT.emptied():
             target = read_submission(root / "student")
             target.name = "submission"
             note, found = _intake_note(target, exercises)

@@ -159,26 +159,33 @@ def build_fixture(call: Call, geometry: fixture.Geometry, data: str | None) -> f
     return _fixture().build(geometry, data, ex4=call.ex4)
 
 
-def build_fixtures(calls, data: str | None, draw: Draw | None, started=None, wait: bool = True) -> None:
+def build_fixtures(calls, data: str | None, draw: Draw | None, started=None, wait: bool = True, run=None) -> None:
     """Build every fixture these calls are graded on, in both geometries, the truth in a helper process.
 
     draw: what draws the hidden geometries; None builds only the graded geometry (a batch's, shared by every
     student; each hidden one is not). started: what start_fixtures() returned, if the helper was forked earlier.
     wait=False: do not wait for the helper to finish ending once its truth is read (see truth.server.finish).
+    run: the exercises that will run (None: all); the others need only the graded geometry (their items' shapes).
     """
     from grader.truth import server as prebuild
 
-    prebuild.finish(started if started is not None else start_fixtures(calls, data, draw), wait)  # none on this heap
-    for call in calls:
-        for g in geometries(call, draw):
-            build_fixture(call, g, data)
+    keys = _keys(calls, data, draw, run)
+    prebuild.finish(started if started is not None else prebuild.start(keys), wait)  # none on this heap
+    for g, _, ex4 in keys:
+        _fixture().build(g, data, ex4=ex4)
 
 
-def start_fixtures(calls, data: str | None, draw: Draw | None):
+def start_fixtures(calls, data: str | None, draw: Draw | None, run=None):
     """Fork the helper that builds these calls' truth; build_fixtures(..., started=) collects it."""
     from grader.truth import server as prebuild
 
-    return prebuild.start([(g, data, call.ex4) for call in calls for g in geometries(call, draw)])
+    return prebuild.start(_keys(calls, data, draw, run))
+
+
+def _keys(calls, data: str | None, draw: Draw | None, run) -> list[tuple]:
+    """Return the fixture keys of these calls: both geometries where the exercise runs, else the graded one."""
+    keys = [(g, data, c.ex4) for c in calls for g in geometries(c, draw if run is None or c.exercise in run else None)]
+    return list(dict.fromkeys(keys))
 
 
 def available(call: Call, fx: fixture.Fixture) -> list[str]:
