@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from grader.grading import compare as cmp
 from grader.grading import scan as internals
 from grader.grading import traps
 from grader.grading.results import ItemResult, SubmissionResult
-from grader.sandbox import MALFORMED, Limits, Worker, arena, jail, reap, wire
+from grader.sandbox import MALFORMED, Limits, Worker, arena, jail, reap, wire, zygote
 from grader.sandbox.wire import Opaque, Returned, WireError
 from grader.sandbox.worker import Reply
 from grader.spec import catalogue
@@ -760,6 +761,15 @@ def prepare_judging(data=None) -> None:
                 truth = fx.truth["d" + item.var]
                 atol, noise = _tolerance(item, fx)
                 cmp.compare(truth, truth, atol, noise=noise)
+
+
+@contextlib.contextmanager
+def one_student_process() -> Iterator[None]:
+    """Grade in a process that grades one student and judges as it goes (Gradescope, PrairieLearn): every sandbox,
+    a restart after a crash too, forked by a zygote that never holds the submission or the truth; the truth built
+    meanwhile (here, unsealed, as a zygote's client builds it) is not kept past the block."""
+    with zygote.serving(), fixture.BUILT.emptied():
+        yield
 
 
 def between_students() -> Callable[[], None]:

@@ -308,9 +308,8 @@ class Returned:
 class Decoder:
     """Rebuild values from one frame's blob; each byte may back at most one tensor, and values are counted."""
 
-    def __init__(self, blob, alias: bool = False):
+    def __init__(self, blob):
         self.blob = blob
-        self.alias = alias  # tensors over blob's own memory (a child's shared inputs), not over a copy
         self.used: list[tuple[int, int]] = []
         self.values = 0
 
@@ -368,12 +367,7 @@ class Decoder:
             if any(offset < end and start < offset + nbytes for start, end in self.used):
                 raise WireError("two tensors share the same bytes")
             self.used.append((offset, offset + nbytes))
-            if self.alias:  # an in-place change shows in the parent's own mapping, whatever the child says
-                flat = torch.frombuffer(self.blob, dtype=DTYPES[dtype_name], count=numel, offset=offset)
-            else:
-                flat = torch.frombuffer(bytearray(self.blob[offset : offset + nbytes]), dtype=DTYPES[dtype_name])
-        else:
-            flat = torch.empty(0, dtype=DTYPES[dtype_name])
+        flat = _flat(self.blob, dtype_name, offset, nbytes)
         return Returned(flat.reshape(shape), bool(desc.get("requires_grad")), bool(desc.get("grad_fn")))
 
 
@@ -384,19 +378,22 @@ def own_value(desc: dict, buffer, alias: bool):
     """
     kind = desc["kind"]
     if kind == "tensor":
-        dtype, offset, nbytes = DTYPES[desc["dtype"]], desc["offset"], desc["nbytes"]
-        if not nbytes:
-            flat = torch.empty(0, dtype=dtype)
-        elif alias:
-            flat = torch.frombuffer(buffer, dtype=dtype, count=nbytes // _ITEMSIZE[desc["dtype"]], offset=offset)
-        else:
-            flat = torch.frombuffer(bytearray(buffer[offset : offset + nbytes]), dtype=dtype)
-        return flat.reshape(desc["shape"])
+        return _flat(buffer, desc["dtype"], desc["offset"], desc["nbytes"], alias).reshape(desc["shape"])
     if kind == "int":
         return desc["value"]
     if kind == "dict":
         return {k: own_value(v, buffer, alias) for k, v in desc["items"].items()}
     return Opaque(desc["type"])
+
+
+def _flat(buffer, dtype_name: str, offset: int, nbytes: int, alias: bool = False) -> torch.Tensor:
+    """Return nbytes of buffer from offset as a 1-D tensor: over buffer's own memory if alias, else over a copy."""
+    dtype = DTYPES[dtype_name]
+    if not nbytes:
+        return torch.empty(0, dtype=dtype)
+    if alias:
+        return torch.frombuffer(buffer, dtype=dtype, count=nbytes // _ITEMSIZE[dtype_name], offset=offset)
+    return torch.frombuffer(bytearray(buffer[offset : offset + nbytes]), dtype=dtype)
 
 
 _TENSOR_FIELDS = {

@@ -431,18 +431,15 @@ def run(root: Path, *, visibility: str | None = None, policy: Policy | None = No
     start = time.monotonic()
     try:
         from grader.grading import runner  # lazily: it imports torch
-        from grader.sandbox import Limits, jail, protections, zygote
+        from grader.sandbox import Limits, jail, protections
         from grader.submissions.intake import read_submission  # the same rules as `grade batch`: files, zips, notebooks
-        from grader.truth import fixture
 
         missing = protections().missing_minimum()
         if missing and not unsafe:
             raise jail.WallsMissing(missing)
 
-        # every sandbox, a restart after a crash too, forked by a zygote that never holds the submission or the truth;
-        # the truth, built here for the zygote's sake (unsealed), is not kept past the run
         limit = deadline.overall(deadline.per_submission(Limits().timeout))  # a results.json, even then
-        with limit, zygote.serving(), fixture.BUILT.emptied():
+        with limit, runner.one_student_process():
             target = read_submission(root / "submission")
             target.name = "submission"
             note = _intake_note(target)

@@ -290,16 +290,13 @@ def run(
     root = Path(root)
     try:
         from grader.grading import runner  # lazily: it imports torch
-        from grader.sandbox import Limits, jail, protections, zygote
+        from grader.sandbox import Limits, jail, protections
         from grader.submissions.intake import read_submission  # the same rules as `grade batch`
-        from grader.truth import fixture
 
         missing = protections().missing_minimum()
         if missing and not unsafe:
             raise jail.WallsMissing(missing)
-        # every sandbox, a restart after a crash too, forked by a zygote that never holds the submission or the truth;
-        # the truth, built here for the zygote's sake (unsealed), is not kept past the run
-        with overall.overall(deadline), zygote.serving(), fixture.BUILT.emptied():
+        with overall.overall(deadline), runner.one_student_process():
             target = read_submission(root / "student")
             target.name = "submission"
             note, found = _intake_note(target, exercises)
