@@ -363,8 +363,9 @@ def _check(monkeypatch, inputs: list[str], numbers: list[int] | None = None, *ar
 
 
 def _everything_said(report) -> str:
-    """Return all a student sees of a check(): its text table, its HTML table and the item messages."""
-    return "\n".join([repr(report), report._repr_html_(), *(i.message for i in report.result.items)])
+    """Return all a student sees of a check(): its text table, its HTML table and the item messages, each run of
+    white space as one space (the text table wraps at the terminal's width)."""
+    return " ".join(" ".join([repr(report), report._repr_html_(), *(i.message for i in report.result.items)]).split())
 
 
 IMPORTS = "import torch\nimport torch.nn.functional as F"

@@ -484,7 +484,16 @@ def test_a_folder_others_can_open_is_never_used(warm_folder):
     assert "no warm process" in warm_folder.grade("warm").stderr
 
 
-def test_only_a_private_folder_of_this_user_is_taken(tmp_path, monkeypatch):
+@pytest.fixture
+def short_tmp_path():
+    """A folder of this test's own with a short path: a longer one is refused (a socket's path limit)."""
+    base = Path(tempfile.mkdtemp(prefix="gw"))
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_only_a_private_folder_of_this_user_is_taken(short_tmp_path, monkeypatch):
+    tmp_path = short_tmp_path
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     mine = tmp_path / f"grade-warm-{os.getuid()}"
     assert warm.folder() == str(mine) and mine.stat().st_mode & 0o777 == 0o700  # made, closed to others
