@@ -208,6 +208,8 @@ def warm_up():
     big = torch.randn(40, 40, generator=torch.Generator().manual_seed(0))  # (40, 40)
     for shown in (x, big, x.double(), x[0], x.sum(), torch.tensor([1, 2])):  # printing imports too
         repr(shown), str(shown), f"{shown}", format(shown.sum().item(), ".4f"), shown.tolist()
+    torch.set_default_device("cpu")  # imports torch.utils._device on first use; None puts the default back
+    torch.set_default_device(None)
     state = torch.get_rng_state()  # torch.manual_seed imports on first use; the grader's own draws stay as they were
     torch.manual_seed(0)
     torch.set_rng_state(state)
@@ -226,11 +228,18 @@ def arm():
     install_autograd_tripwires()
     _close_reflection()
     torch.set_num_threads = _one_thread  # a child has one thread: more would make OpenMP exit the process
+    torch.use_deterministic_algorithms = _deterministic_algorithms
     # torch.testing.assert_close would import torch.distributed.tensor (0.7 s) to look for DTensors, which no child
     # can hold: it skips that look when distributed counts as absent
     torch.testing._comparison._HAS_DTENSOR = False
     _SEQUENCE[0] = _sequence_nr()  # what the grader built before this child existed does not count
     _IN_STUDENT[0] = True
+
+
+def _deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """torch.use_deterministic_algorithms, as a child runs it: the same switch, without first setting the compiler's
+    own flag (that imports torch._inductor, ~800 modules no child can import, and nothing in a child compiles)."""
+    torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
 
 
 _PLAIN_ANNOTATION = re.compile(r"[\w.\[\], |]*")  # names, dots, subscripts, `|`: no call, no string, no operator
@@ -285,7 +294,7 @@ def install_autograd_tripwires():
     torch.autograd.grad = _tripwire("torch.autograd.grad()")
     for name in ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"):
         setattr(torch.autograd.functional, name, _tripwire(f"torch.autograd.functional.{name}()"))
-    for name in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize", "vmap"):
+    for name in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"):  # not vmap
         if hasattr(torch.func, name):
             setattr(torch.func, name, _tripwire(f"torch.func.{name}()"))
     fwd = torch.autograd.forward_ad
