@@ -362,6 +362,17 @@ def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_
     ]
     assert any(f.what == "interpreter internals .modules" for f in flags)
     assert scan("ex1", "x = getattr(torch, name)")[0].what == "reflection getattr()"
+
+
+def test_getattr_with_a_literal_name_is_read_as_the_attribute_written_out():
+    """`getattr(x, "shape", None)` is `x.shape` with a default: flagged only where `x.shape` would be."""
+    for honest in ('n = getattr(x, "shape", None)', 'setattr(opt, "lr", 0.1)', 'delattr(cache, "last")'):
+        assert scan("ex1", "import torch\n" + honest) == (), honest
+    for reaching in ('getattr(torch, "_C")', 'getattr(x, "modules")', 'getattr(x, "tanh_backward")'):
+        assert "reflection getattr()" in {f.what for f in scan("ex1", f"import torch\ny = {reaching}")}, reaching
+    for computed in ("getattr(x, name)", "getattr(*args)", 'getattr(x, "a b")', 'getattr(x, "shape", getattr)'):
+        assert "reflection getattr()" in {f.what for f in scan("ex1", f"y = {computed}")}, computed
+    assert [f.what for f in scan("ex1", "g = getattr")] == ["reflection getattr()"]  # the builtin itself, held
     assert scan("ex1", "x = torch.\\\n    _C") and scan("ex1", "from _thread import x")  # spelled across lines
     assert scan("ex1", "x = \uff47etattr(torch, n)")  # identifiers are NFKC: a fullwidth g is a g
     kernels = scan("ex1", "def dh(dh, h):\n    return torch.ops.aten.tanh_backward(dh, h)\n")

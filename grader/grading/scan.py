@@ -182,10 +182,31 @@ def _flagged(text: str):
     fstring_parts = frozenset(id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values)
     own = _Lazy(tree)  # built only for a file whose flags it could lift
     formats = "format" in text  # str.format, format_map, string.Formatter().vformat: what evaluates a field path
+    spelled_out = _spelled_out(tree, fstring_parts, own, formats)
     for node in ast.walk(tree):
-        what = _what(node, fstring_parts, own, formats)
+        what = None if id(node) in spelled_out else _what(node, fstring_parts, own, formats)
         if what:
             yield node, what
+
+
+def _spelled_out(tree: ast.Module, fstring_parts: frozenset, own: _Lazy, formats: bool) -> set[int]:
+    """Return the ids of the `getattr`/`setattr`/`delattr` names called with a literal name that reaches no more
+    than the attribute written out would: `getattr(x, "shape", None)` is `x.shape` with a default, and
+    `getattr(torch, "_C")` is flagged as `torch._C` is."""
+    found = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id not in ("getattr", "setattr", "delattr") or len(node.args) < 2 or node.keywords:
+            continue
+        name = node.args[1]
+        if any(isinstance(a, ast.Starred) for a in node.args) or not isinstance(name, ast.Constant):
+            continue
+        if isinstance(name.value, str) and name.value.isidentifier():
+            written_out = ast.Attribute(value=node.args[0], attr=name.value, ctx=ast.Load())
+            if _what(written_out, fstring_parts, own, formats) is None:
+                found.add(id(node.func))
+    return found
 
 
 REFUSED = (
