@@ -373,6 +373,14 @@ def test_getattr_with_a_literal_name_is_read_as_the_attribute_written_out():
     for computed in ("getattr(x, name)", "getattr(*args)", 'getattr(x, "a b")', 'getattr(x, "shape", getattr)'):
         assert "reflection getattr()" in {f.what for f in scan("ex1", f"y = {computed}")}, computed
     assert [f.what for f in scan("ex1", "g = getattr")] == ["reflection getattr()"]  # the builtin itself, held
+
+
+def test_a_docstring_is_text_for_readers_unless_it_is_used_as_a_format_string():
+    doc = 'def dh(h, dh):\n    """Same formula as torch\'s tanh_backward (see _C)."""\n    return (1 - h**2) * dh\n'
+    assert scan("ex1", doc) == () and scan("ex1", doc.replace("(see _C)", "_C")) == ()
+    assert scan("ex1", 'def f():\n    x = 1\n    "tanh_backward"\n    return x')  # a string statement, not a docstring
+    fields = 'def f():\n    """{0.__class__.__init__.__globals__}"""\n    return f.__doc__.format(torch)\n'
+    assert [f.what[:42] for f in scan("ex1", fields)] == ["a format string reading attributes by name"]
     assert scan("ex1", "x = torch.\\\n    _C") and scan("ex1", "from _thread import x")  # spelled across lines
     assert scan("ex1", "x = \uff47etattr(torch, n)")  # identifiers are NFKC: a fullwidth g is a g
     kernels = scan("ex1", "def dh(dh, h):\n    return torch.ops.aten.tanh_backward(dh, h)\n")

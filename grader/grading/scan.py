@@ -183,8 +183,17 @@ def _flagged(text: str):
     own = _Lazy(tree)  # built only for a file whose flags it could lift
     formats = "format" in text  # str.format, format_map, string.Formatter().vformat: what evaluates a field path
     spelled_out = _spelled_out(tree, fstring_parts, own, formats)
+    docstrings = frozenset(
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+        and isinstance(n.body[0].value.value, str)
+    )
     for node in ast.walk(tree):
-        what = None if id(node) in spelled_out else _what(node, fstring_parts, own, formats)
+        what = None if id(node) in spelled_out else _what(node, fstring_parts, own, formats, docstrings)
         if what:
             yield node, what
 
@@ -322,10 +331,15 @@ def _quote(lines: list[str], line: int) -> str:
 
 
 def _what(
-    node: ast.AST, fstring_parts: frozenset = frozenset(), own: _Lazy | None = None, formats: bool = True
+    node: ast.AST,
+    fstring_parts: frozenset = frozenset(),
+    own: _Lazy | None = None,
+    formats: bool = True,
+    docstrings: frozenset = frozenset(),
 ) -> str | None:
     """Return what a node reaches that a derivation never needs, or None. formats: whether the file could format a
-    string at all (a field path in a file that never formats is inert text)."""
+    string at all (a field path in a file that never formats is inert text); docstrings: the ids of the file's
+    docstrings, text for readers that names a kernel or `_C` harmlessly (only a field path in one is read)."""
     raw = _raw_memory(node)
     if raw:
         return f"raw memory: {raw} (C code reads any address through it)"
@@ -360,6 +374,9 @@ def _what(
         word = node.value
         if word == "__main__" or id(node) in fstring_parts:  # `if __name__ == "__main__":`, f"{name}_direct"
             return None
+        if id(node) in docstrings:  # """Same formula as torch's tanh_backward.""": read as a format string only
+            field = formats and _FIELD_PATH.search(word) and _risky_field(word)
+            return f"a format string reading attributes by name: {word[:40]!r}" if field else None
         risky = RISKY_ATTRIBUTES - _ATTRIBUTE_ONLY
         if _UNDERSCORED.fullmatch(word) or word in risky | RISKY_NAMES | RISKY_MODULES | REFLECTIVE_CALLS:
             return f"a string naming internals: {word[:40]!r}"
