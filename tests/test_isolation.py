@@ -18,7 +18,7 @@ import torch
 
 from grader.classroom import pool
 from grader.grading.runner import TORCH_NOT_IMPLEMENTED, grade
-from grader.grading.scan import scan
+from grader.grading.scan import escapes, scan
 from grader.sandbox import MALFORMED, Limits, jail, wire
 from tests.conftest import CORPUS, REFERENCE, make_submission, with_snippet
 from tests.hostile_files import evaded
@@ -373,6 +373,11 @@ def test_getattr_with_a_literal_name_is_read_as_the_attribute_written_out():
     for computed in ("getattr(x, name)", "getattr(*args)", 'getattr(x, "a b")', 'getattr(x, "shape", getattr)'):
         assert "reflection getattr()" in {f.what for f in scan("ex1", f"y = {computed}")}, computed
     assert [f.what for f in scan("ex1", "g = getattr")] == ["reflection getattr()"]  # the builtin itself, held
+    # a route out spelled with a literal name is refused as the attribute written out is, not only flagged
+    for route in ('getattr(torch.set_num_threads, "__globals__")', 'getattr(f, "__code__")', 'getattr(g, "gi_frame")'):
+        written_out = route.replace("getattr(", "").replace(', "', ".").rstrip('")')
+        assert escapes("ex1", f"y = {written_out}"), written_out
+        assert [f.line for f in escapes("ex1", f"import torch\n\ny = {route}")] == [3], route
 
 
 def test_a_docstring_is_text_for_readers_unless_it_is_used_as_a_format_string():

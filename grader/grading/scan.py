@@ -182,7 +182,8 @@ def _flagged(text: str):
     fstring_parts = frozenset(id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values)
     own = _Lazy(tree)  # built only for a file whose flags it could lift
     formats = "format" in text  # str.format, format_map, string.Formatter().vformat: what evaluates a field path
-    spelled_out = _spelled_out(tree, fstring_parts, own, formats)
+    spelled_out, written_out = _spelled_out(tree, fstring_parts, own, formats)
+    yield from written_out  # getattr(f, "__globals__") is refused as f.__globals__ is
     docstrings = frozenset(
         id(n.body[0].value)
         for n in ast.walk(tree)
@@ -198,11 +199,11 @@ def _flagged(text: str):
             yield node, what
 
 
-def _spelled_out(tree: ast.Module, fstring_parts: frozenset, own: _Lazy, formats: bool) -> set[int]:
-    """Return the ids of the `getattr`/`setattr`/`delattr` names called with a literal name that reaches no more
-    than the attribute written out would: `getattr(x, "shape", None)` is `x.shape` with a default, and
-    `getattr(torch, "_C")` is flagged as `torch._C` is."""
-    found = set()
+def _spelled_out(tree: ast.Module, fstring_parts: frozenset, own: _Lazy, formats: bool) -> tuple[set[int], list]:
+    """Read `getattr`/`setattr`/`delattr` called with a literal name as the attribute written out; return the ids of
+    the calls' names that reach no more than it would (`getattr(x, "shape", None)` is `x.shape` with a default),
+    and (written-out attribute, what) for each that is a route out, refused as `f.__globals__` is."""
+    harmless, routes_out = set(), []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
@@ -212,10 +213,13 @@ def _spelled_out(tree: ast.Module, fstring_parts: frozenset, own: _Lazy, formats
         if any(isinstance(a, ast.Starred) for a in node.args) or not isinstance(name, ast.Constant):
             continue
         if isinstance(name.value, str) and name.value.isidentifier():
-            written_out = ast.Attribute(value=node.args[0], attr=name.value, ctx=ast.Load())
-            if _what(written_out, fstring_parts, own, formats) is None:
-                found.add(id(node.func))
-    return found
+            written_out = ast.copy_location(ast.Attribute(value=node.args[0], attr=name.value, ctx=ast.Load()), node)
+            what = _what(written_out, fstring_parts, own, formats)
+            if what is None:
+                harmless.add(id(node.func))
+            elif _escape(written_out):
+                routes_out.append((written_out, what))
+    return harmless, routes_out
 
 
 REFUSED = (

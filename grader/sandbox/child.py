@@ -230,6 +230,8 @@ def arm():
     torch.set_num_threads = _one_thread  # a child has one thread: more would make OpenMP exit the process
     torch.use_deterministic_algorithms = _deterministic_algorithms
     torch.compile = _compile_eagerly
+    torch.compiler.compile = _compile_eagerly
+    torch.compiler.disable = _not_compiled
     # torch.testing.assert_close would import torch.distributed.tensor (0.7 s) to look for DTensors, which no child
     # can hold: it skips that look when distributed counts as absent
     torch.testing._comparison._HAS_DTENSOR = False
@@ -247,6 +249,17 @@ def _compile_eagerly(model=None, **options):
     """torch.compile, as a child runs it: the function itself, run eagerly (the compiler needs files and processes
     no child has, and compiling changes how fast a function runs, not what it returns)."""
     return (lambda fn: fn) if model is None else model
+
+
+def _not_compiled(fn=None, recursive=True, *, reason=None):
+    """torch.compiler.disable, as a child runs it: nothing is compiled there, so the function itself."""
+    return (lambda f: f) if fn is None else fn
+
+
+# named as torch names them, so a student's mistake in calling one reads as it would on a laptop
+_deterministic_algorithms.__name__ = _deterministic_algorithms.__qualname__ = "use_deterministic_algorithms"
+_compile_eagerly.__name__ = _compile_eagerly.__qualname__ = "compile"
+_not_compiled.__name__ = _not_compiled.__qualname__ = "disable"
 
 
 _PLAIN_ANNOTATION = re.compile(r"[\w.\[\], |]*")  # names, dots, subscripts, `|`: no call, no string, no operator

@@ -1,4 +1,4 @@
-# honest: exercise=ex2 habit=@torch.compile on the gradient (the sandbox runs it eagerly: the same values)
+# honest: exercise=ex2 habit=@torch.compile on the gradient, @torch.compiler.disable on a helper (run eagerly: same values)
 @torch.compile
 def dlogits(logits, Yb, n):
     d = F.softmax(logits, 1)
@@ -8,4 +8,9 @@ def dlogits(logits, Yb, n):
 
 @torch.compile(mode="reduce-overhead", fullgraph=True)
 def _helper_never_graded(x):
+    return x
+
+
+@torch.compiler.disable
+def _another_helper(x):
     return x
