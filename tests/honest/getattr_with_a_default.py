@@ -1,4 +1,4 @@
-# honest: exercise=ex3 habit=getattr with a literal name and a default, setattr of a plain attribute
+# honest: exercise=ex1 habit=getattr with a literal name and a default, setattr of a plain attribute
 class _Stats:
     pass
 
@@ -6,7 +6,7 @@ class _Stats:
 STATS = _Stats()
 
 
-def dhprebn(bngain, bnvar_inv, bnraw, dhpreact, n):
-    k = getattr(bnraw, "shape", None)[0]  # the batch size, read defensively
+def dbnvar(bnvar, dbnvar_inv):
+    eps = getattr(STATS, "eps", 1e-5)  # the lecture's epsilon, unless a test set another
     setattr(STATS, "calls", getattr(STATS, "calls", 0) + 1)
-    return bngain * bnvar_inv / k * (k * dhpreact - dhpreact.sum(0) - k / (k - 1) * bnraw * (dhpreact * bnraw).sum(0))
+    return -0.5 * (bnvar + eps) ** -1.5 * dbnvar_inv

@@ -1,16 +1,14 @@
-# honest: exercise=ex2 habit=@torch.compile on the gradient, @torch.compiler.disable on a helper (run eagerly: same values)
+# honest: exercise=ex1 habit=@torch.compile on a gradient, @torch.compiler.disable on a helper (run eagerly: same values)
 @torch.compile
-def dlogits(logits, Yb, n):
-    d = F.softmax(logits, 1)
-    d[range(n), Yb] -= 1
-    return d / n
+def dcounts_sum(counts_sum, dcounts_sum_inv):
+    return -(counts_sum**-2) * dcounts_sum_inv
 
 
 @torch.compile(mode="reduce-overhead", fullgraph=True)
-def _helper_never_graded(x):
-    return x
+def dnorm_logits(counts, dcounts):
+    return _times(counts, dcounts)
 
 
 @torch.compiler.disable
-def _another_helper(x):
-    return x
+def _times(a, b):
+    return a * b
