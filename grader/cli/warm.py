@@ -229,11 +229,15 @@ def _hand_over(sock, argv: list[str], interrupted: list) -> int | None:
     except OSError:
         return None  # no worker without it
     before = {sig: signal.signal(sig, relay) for sig in relayed if signal.getsignal(sig) is not signal.SIG_IGN}
+    status = None
     try:
         if interrupted:  # a Ctrl-C just now: the worker says "Aborted!" as the run would
             relay(signal.SIGINT, None)
-        return _wait_for_status(sock)
+        status = _wait_for_status(sock)
+        return status
     finally:
+        if status is not None:  # the run is over: a Ctrl-C from now on comes too late, as after an in-process run's
+            before[signal.SIGINT] = signal.SIG_IGN  # end (a restored handler would raise in the next lines)
         for sig, handler in before.items():
             signal.signal(sig, handler)
 
