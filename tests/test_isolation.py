@@ -451,7 +451,7 @@ def test_routes_out_of_the_exercise_are_escapes_and_nothing_honest_is_one():
     assert escapes("ex2", "g = getattr(m, n)\n" + main)  # or reflection that runs could
     for tame in (
         "x = getattr(torch, name)",
-        "import sys\nprint(sys.version)",
+        "import sys\nprint(sys.modules)",
         "n = torch._C",
         "exec(code)",
         "s = '{0.sys.modules[x].y}'.format(torch)",  # reads text, calls nothing; the child's wipes guard what
@@ -993,3 +993,38 @@ def test_a_zygote_forgets_every_secret_and_arms_itself_before_its_first_fork():
     expected = {"truth": False, "secret": None, "run key": "b''", "armed": True, "open in builtins": False}
     assert got == {**expected, "allow-list built": True, "frozen": True}
     assert policy.secret == "the course secret" and sealed.sum() == 192  # the parent keeps its own
+
+
+def test_sys_and_types_are_stand_ins_with_the_everyday_names_only():
+    """`import sys` gives stdout, stderr, path and the like; sys.modules, frames and hooks say what there is."""
+    from grader.sandbox.standins import MISSING, STAND_INS, stand_in
+
+    fake = stand_in("sys")
+    assert fake.stdout is sys.stdout and fake.stderr is sys.stderr and fake.version_info == sys.version_info
+    assert fake.path == sys.path and fake.path is not sys.path  # a copy: appending changes nothing of the child's
+    assert {n for n in vars(fake) if not n.startswith("__")} == STAND_INS["sys"] - {"stdout", "stderr"}
+    for reach in ("modules", "_getframe", "settrace", "setprofile", "meta_path", "addaudithook", "exc_info", "stdin"):
+        with pytest.raises(AttributeError) as raised:
+            getattr(fake, reach)
+        offered = ", ".join(sorted(STAND_INS["sys"]))
+        assert str(raised.value) == MISSING.format(module="sys", attr=reach, offered=offered)
+    assert stand_in("types").SimpleNamespace is __import__("types").SimpleNamespace
+    for reach in ("FunctionType", "CodeType", "FrameType", "ModuleType"):
+        with pytest.raises(AttributeError, match=MISSING.format(module="types", attr=reach, offered="SimpleNamespace")):
+            getattr(stand_in("types"), reach)
+
+
+def test_a_file_that_reads_sys_modules_gets_an_error_that_says_what_sys_offers(tmp_path):
+    """In a real child: `from sys import modules` fails the load; `sys.modules` in a function fails that item."""
+    from grader.sandbox.standins import MISSING, STAND_INS
+
+    reads = "import sys\n\n\ndef dW2(h, dlogits):\n    return sys.modules['torch'].zeros(h.shape[1], 27)\n"
+    result = grade(with_snippet(tmp_path, "ex1", reads), ("ex1",), limits=Limits(timeout=30))
+    by_id = {i.id: i for i in result.items}
+    offered = MISSING.format(module="sys", attr="modules", offered=", ".join(sorted(STAND_INS["sys"])))
+    assert by_id["ex1.dW2"].status == "error" and offered in by_id["ex1.dW2"].message
+    assert all(i.status == "passed" for i in result.items if i.id != "ex1.dW2")
+    assert [f["what"] for f in result.extra["flags"]["private_internals"]] == ["interpreter internals .modules"]
+    loads = with_snippet(tmp_path / "b", "ex1", "from sys import modules\n")
+    items = grade(loads, ("ex1",), limits=Limits(timeout=30)).items
+    assert all(i.status == "error" and "cannot import name 'modules'" in i.message for i in items)

@@ -253,10 +253,11 @@ def test_real_bundle_readme_documents_what_the_bundle_accepts(bundle):
     readme = (bundle / "README.md").read_text()
     assert f'pip install torch=={release.TORCH_VERSION} numpy ".[plot]"' in readme
     assert "grade ex1 --only dcounts" in readme and "grade ex1 dcounts" not in readme
-    from grader.sandbox.child import ALLOWED_IMPORTS
+    from grader.sandbox.child import ALLOWED_IMPORTS, STAND_INS
     from grader.show.table import _LABEL
 
     assert all(f"`{name}`" in readme for name in ALLOWED_IMPORTS if name != "__future__")  # what the sandbox allows
+    assert all(f"`{m}.{n}`" in readme for m, names in STAND_INS.items() for n in names)  # and what sys, types offer
     assert f"reported as `{_LABEL['not_attempted']}`" in readme  # the word the table uses
     from click.testing import CliRunner
 

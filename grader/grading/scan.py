@@ -18,6 +18,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from grader.sandbox.standins import STAND_INS
 from grader.spec import parse as bounded
 
 # Names that reach outside the exercise: reflection, the import machinery, the interpreter, the OS.
@@ -398,7 +399,12 @@ def _what(
         private = [n for n in names if any(part.startswith("_") and part != "__future__" for part in n.split("."))]
         if private:
             return f"private module {private[0]}"
-        risky = [n for n in names if n.split(".")[0] in RISKY_MODULES]
+        if isinstance(node, ast.ImportFrom) and node.module in STAND_INS:  # `from sys import stderr`: its stand-in
+            beyond = [a.name for a in node.names if a.name not in STAND_INS[node.module]]
+            if beyond:
+                return f"interpreter internals {node.module}.{beyond[0]}"
+            return None
+        risky = [n for n in names if n.split(".")[0] in RISKY_MODULES and n not in STAND_INS]
         if risky:
             return f"interpreter module {risky[0]}"
         if isinstance(node, ast.ImportFrom):  # `from operator import attrgetter as pick`: getattr by another name

@@ -32,6 +32,7 @@ import torch.testing
 import torch.testing._comparison
 
 from grader.sandbox import arena, forget, jail, wire
+from grader.sandbox.standins import STAND_INS, stand_in
 
 # Modules a submission may import; each is imported by warm_up (import_allowed), before a child's jail goes up.
 ALLOWED_IMPORTS = (
@@ -67,6 +68,12 @@ ALLOWED_IMPORTS = (
     "__future__",
 )
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # a child cannot start threads: OpenBLAS would spin waiting
+
+
+def allowed_imports() -> list[str]:
+    """Return what a submission may import, as a student reads it: the modules, then each stand-in's names."""
+    modules = [n for n in ALLOWED_IMPORTS if n != "__future__"]
+    return modules + [f"{m} ({', '.join(sorted(names))})" for m, names in STAND_INS.items()]
 
 
 def import_allowed() -> None:
@@ -361,10 +368,12 @@ def install_autograd_tripwires():
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     if level:
         raise BlockedImport(f"relative import of {name!r} is blocked: each exercise file stands alone")
+    if name in STAND_INS:  # sys.stderr, sys.path, types.SimpleNamespace: the everyday names, nothing else
+        return stand_in(name)
     if name not in ALLOWED_IMPORTS and not (name.startswith(("torch.", "numpy.")) and name in sys.modules):
         # torch's C++ (and numpy's C printing) import their own modules through the caller's __import__; those
         # already loaded may pass
-        allowed = ", ".join(n for n in ALLOWED_IMPORTS if n != "__future__")
+        allowed = ", ".join(allowed_imports())
         raise BlockedImport(f"import of {name!r} is blocked by the grader's sandbox; allowed modules: {allowed}")
     return __import__(name, globals, locals, fromlist, level)
 

@@ -22,9 +22,11 @@ TORCH_VERSION = "2.13.0"  # the torch the project is tested with; the bundle and
 
 def student_readme() -> str:
     """Return the bundle's README, with the torch version and the modules the sandbox lets a submission import."""
-    from grader.sandbox.child import ALLOWED_IMPORTS
+    from grader.sandbox.child import ALLOWED_IMPORTS, STAND_INS
 
-    imports = ", ".join(f"`{name}`" for name in ALLOWED_IMPORTS if name != "__future__")
+    modules = [f"`{name}`" for name in ALLOWED_IMPORTS if name != "__future__"]
+    modules += [f"`{m}` (only {', '.join(f'`{m}.{n}`' for n in sorted(names))})" for m, names in STAND_INS.items()]
+    imports = ", ".join(modules)
     return STUDENT_README.replace("{torch}", TORCH_VERSION).replace("{imports}", imports)
 
 
