@@ -245,6 +245,9 @@ OWN_NAMES_STAY_OWN = {
     "a method named like a kernel": "class T:\n    def tanh_backward(self, d):\n        return d\n\n"
     "def f(d):\n    return T().tanh_backward(d)\n",
     "a class's name in __repr__": "class A:\n    def __repr__(self):\n        return self.__class__.__name__\n",
+    "another of the file's own objects": "class A:\n    def copy(self):\n        return self.__class__()\n",
+    "the parent class's repr": "class A:\n    def __repr__(self):\n        return 'A ' + super().__repr__()\n",
+    "a function's module and a class by getattr": "def f(g):\n    return g.__module__, getattr(g, '__class__')\n",
     "a local vars": "def f(x):\n    vars = [x]\n    return vars[0]\n",
     "a parameter vars": "def f(vars=None):\n    return vars\n",
     "a closure's vars": "def f():\n    vars = 1\n    def g():\n        return vars\n    return g\n",
@@ -266,7 +269,8 @@ LOOKALIKES_STAY_FLAGGED = {
     "a dunder defined by the file": "class K:\n    def __init__(self):\n        self.__dict__ = {}\n\n"
     "def f(t):\n    return t.__dict__\n",
     "__class__ read for more than its name": "def f(x):\n    return x.__class__.__mro__\n",
-    "a str's class reached through __name__": "def f(x):\n    return x.__class__.__name__.__class__\n",
+    "__class__ assigned": "def f(x):\n    x.__class__ = int\n",
+    "a str's class, then its bases": "def f(x):\n    return x.__class__.__name__.__class__.__base__\n",
     "vars bound at module level": "vars = 1\nx = vars(torch)\n",
     "vars read before a module-level binding": "x = vars(torch)\nvars = 1\n",
     "vars declared global": "def f():\n    global vars\n    return vars(torch)\n",

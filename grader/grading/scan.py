@@ -50,6 +50,9 @@ RAW_MEMORY = frozenset(
 PUBLIC_UNDERSCORED = frozenset(
     "__init__ __name__ __qualname__ __doc__ __version__ _replace _asdict _fields _make _field_defaults".split()
 )
+# dunders that, read, give what a builtin gives anyone unflagged: x.__class__ is type(x) (self.__class__(...) makes
+# another of the file's own objects), x.__repr__() is repr(x), x.__str__() is str(x), f.__module__ a module's name
+READ_LIKE_BUILTINS = frozenset("__class__ __repr__ __str__ __module__".split())
 _UNDERSCORED = re.compile(r"_+[A-Za-z0-9]\w*")  # "_C", "__globals__"; not "_" (as in "_".join) or "_>10"
 _DOTTED = re.compile(r"[\w.]+")
 _FIELD_PATH = re.compile(r"\{\w*(?:\.\w+){2,}|\{\w*\.\w+\[|\{\w*\[[^\]]*\]\.")  # {0.a.b}, {0.a[k]}, {0[k].a}
@@ -216,8 +219,8 @@ def _spelled_out(tree: ast.Module, fstring_parts: frozenset, own: _Lazy, formats
         if isinstance(name.value, str) and name.value.isidentifier():
             written_out = ast.copy_location(ast.Attribute(value=node.args[0], attr=name.value, ctx=ast.Load()), node)
             what = _what(written_out, fstring_parts, own, formats)
-            if what is None:
-                harmless.add(id(node.func))
+            if what is None:  # neither the call nor its literal name: getattr(x, "__class__") is x.__class__
+                harmless.update((id(node.func), id(name)))
             elif _escape(written_out):
                 routes_out.append((written_out, what))
     return harmless, routes_out
@@ -325,7 +328,7 @@ def _risky_field(word: str) -> bool:
     """
     for field in _FIELD.findall(word):
         for name in _SEGMENT.findall(field.split("!")[0].split(":")[0]):
-            dunder = _DUNDER.fullmatch(name) is not None and name not in PUBLIC_UNDERSCORED | {"__class__"}
+            dunder = _DUNDER.fullmatch(name) is not None and name not in PUBLIC_UNDERSCORED | READ_LIKE_BUILTINS
             if dunder or name in RISKY_ATTRIBUTES or name in RISKY_MODULES or name in REFLECTIVE_CALLS:
                 return True
     return False
@@ -349,7 +352,8 @@ def _what(
     if raw:
         return f"raw memory: {raw} (C code reads any address through it)"
     if isinstance(node, ast.Attribute):
-        private = node.attr.startswith("_") and node.attr not in PUBLIC_UNDERSCORED
+        read = node.attr in READ_LIKE_BUILTINS and isinstance(node.ctx, ast.Load)  # not `x.__class__ = Other`
+        private = node.attr.startswith("_") and node.attr not in PUBLIC_UNDERSCORED and not read
         kernel = BACKWARD_KERNEL.search(node.attr) is not None
         mine = (private or kernel) and own is not None and own.get().defines(node)  # the file's own class's name
         if private and not mine:
