@@ -309,3 +309,17 @@ def test_curve_trains_the_students_backward_once_with_the_reference_beside(tmp_p
 
     assert trainings[0] == [backend() == "fork"]
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bind_gives_star_parameters_nothing_beside_named_ones_and_refuses_them_alone():
+    """`def backward(h, dlogits, **unused)` gets what it names; `(*args, **kw)` alone (no wraps) names nothing."""
+
+    def named(h, dlogits, *rest, **unused):
+        return h
+
+    def hidden(*args, **kw):
+        return args
+
+    assert training.bind(named, {"h": 1, "dlogits": 2, "W2": 3}) == {"h": 1, "dlogits": 2}
+    with pytest.raises(TypeError, match=r"hidden\(\): \*args cannot be bound"):
+        training.bind(hidden, {"h": 1})

@@ -665,16 +665,15 @@ def _signature(fn) -> dict:
             kinds = [(p.name, p.kind, p.default is not p.empty) for p in inspect.signature(fn).parameters.values()]
     except BaseException:  # noqa: B036 - SystemExit and friends from a student's property too
         return {"params": [], "error": UNREADABLE_SIGNATURE}
-    params, error = [], None
-    for name, kind, default in kinds:
-        if kind in (_STAR, _STARS):
-            star = "*" if kind == _STAR else "**"
-            error = error or (
-                f"{star}{name[:100]} cannot be bound: name each input you need as a parameter (a decorator "
-                "keeps the parameters visible only with functools.wraps)"
-            )
-        else:
-            params.append({"name": name[:200], "default": default})
+    params = [{"name": name[:200], "default": default} for name, kind, default in kinds if kind not in (_STAR, _STARS)]
+    stars = [("*" if kind == _STAR else "**") + name[:100] for name, kind, _ in kinds if kind in (_STAR, _STARS)]
+    error = None
+    if stars and not params:  # (*args, **kw) alone, a decorator without functools.wraps: nothing to bind by name
+        error = (
+            f"{stars[0]} cannot be bound: name each input you need as a parameter (a decorator keeps the "
+            "parameters visible only with functools.wraps)"
+        )
+    # beside named parameters, *args and **kw are given nothing: `def dW2(h, dlogits, **unused)` gets h and dlogits
     return {"params": params[: wire.MAX_ITEMS], "error": error}
 
 

@@ -110,11 +110,14 @@ def bind(fn: Callable, available: Mapping) -> dict:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"cannot read the signature of {_name(fn)}: {exc}") from None
     kwargs = {}
+    stars = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    if sig.parameters and all(p.kind in stars for p in sig.parameters.values()):  # a decorator without wraps
+        p = next(iter(sig.parameters.values()))
+        star = "*" if p.kind is p.VAR_POSITIONAL else "**"
+        raise TypeError(f"{_name(fn)}(): {star}{p.name} cannot be bound: name each input you need as a parameter")
     for p in sig.parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise TypeError(
-                f"{_name(fn)}(): *{p.name}/**{p.name} cannot be bound: name each input you need as a parameter"
-            )
+        if p.kind in stars:  # beside named parameters, given nothing
+            continue
         if p.kind is p.POSITIONAL_ONLY:
             raise TypeError(f"{_name(fn)}(): parameter {p.name!r} is positional-only; make it a named parameter")
         if p.name in available:
