@@ -453,3 +453,17 @@ def test_checks_table_shows_points_as_the_course_sets_them(monkeypatch, tmp_path
     (tmp_path / "other.toml").write_text('[points]\n"ex2.dlogits" = 3\n')
     report = _check(monkeypatch, [IMPORTS, lecture.EX2], None, "ex2", course=str(tmp_path / "other.toml"))
     assert ">3/3</td>" in report._repr_html_()
+
+
+def test_a_notebooks_sys_and_types_imports_are_kept_only_for_what_their_stand_ins_offer(tmp_path):
+    """`import sys` and `from sys import stderr` reach the graded file; `from sys import exc_info` is dropped, as a
+    blocked import is (it would fail the file's load)."""
+    cells = lecture.lecture_cells()
+    extra = "import sys\nfrom sys import stderr\nfrom sys import exc_info\nfrom types import FunctionType\n"
+    cells.insert(1, ("code", extra))
+    path = lecture.write(tmp_path / "hw.ipynb", cells)
+    sources, _ = notebook_sources(path)
+    text = sources["ex1"].text
+    assert "exc_info" not in text and "FunctionType" not in text
+    kept = [line for line in text.splitlines() if "sys" in line]
+    assert "import sys" in kept and "from sys import stderr" in kept

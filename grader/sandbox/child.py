@@ -32,7 +32,7 @@ import torch.testing
 import torch.testing._comparison
 
 from grader.sandbox import arena, forget, jail, wire
-from grader.sandbox.standins import STAND_INS, stand_in
+from grader.sandbox.standins import STAND_INS, missing, stand_in
 
 # Modules a submission may import; each is imported by warm_up (import_allowed), before a child's jail goes up.
 ALLOWED_IMPORTS = (
@@ -369,7 +369,12 @@ def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     if level:
         raise BlockedImport(f"relative import of {name!r} is blocked: each exercise file stands alone")
     if name in STAND_INS:  # sys.stderr, sys.path, types.SimpleNamespace: the everyday names, nothing else
-        return stand_in(name)
+        beyond = [n for n in fromlist or () if n not in STAND_INS[name] and n != "*"]
+        if beyond:  # `from sys import exc_info`: say what there is, not "cannot import name (unknown location)"
+            raise BlockedImport(missing(name, beyond[0]))
+        if name not in _STAND_INS_MADE:  # one per execution of the file (load() empties this): none outlives it
+            _STAND_INS_MADE[name] = stand_in(name)
+        return _STAND_INS_MADE[name]
     if name not in ALLOWED_IMPORTS and not (name.startswith(("torch.", "numpy.")) and name in sys.modules):
         # torch's C++ (and numpy's C printing) import their own modules through the caller's __import__; those
         # already loaded may pass
@@ -378,6 +383,7 @@ def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     return __import__(name, globals, locals, fromlist, level)
 
 
+_STAND_INS_MADE: dict = {}  # module name -> the stand-in this execution of the file was given
 _REMOVED_BUILTINS = ("open", "input", "breakpoint", "help", "exit", "quit", "copyright", "credits", "license")
 
 
@@ -496,6 +502,7 @@ class ChildServer:
             self.path, self.text = request["path"], request["text"]
             linecache.cache[self.path] = (len(self.text), None, self.text.splitlines(True), self.path)
         self.namespace = {}
+        _STAND_INS_MADE.clear()
         module = types.ModuleType("submission")  # registered: dataclasses looks a module's string annotations up
         module.__file__, module.__builtins__ = self.path, _student_builtins()
         sys.modules["submission"] = module

@@ -15,7 +15,7 @@ import types
 STAND_INS = {
     "sys": frozenset(
         "argv byteorder exit float_info getrecursionlimit getsizeof hexversion int_info maxsize path platform "
-        "stderr stdout version version_info".split()
+        "setrecursionlimit stderr stdout version version_info".split()
     ),
     "types": frozenset({"SimpleNamespace"}),
 }
@@ -23,18 +23,24 @@ _LIVE = frozenset({"stdout", "stderr"})
 MISSING = "module '{module}' has no attribute '{attr}' in the grader's sandbox; it offers: {offered}"
 
 
+def missing(name: str, attr: str) -> str:
+    """Return what to tell a file that reads a name the stand-in for module `name` does not offer."""
+    return MISSING.format(module=name, attr=attr, offered=", ".join(sorted(STAND_INS[name])))
+
+
 def stand_in(name: str) -> types.ModuleType:
     """Return a fresh stand-in for module `name` (one of STAND_INS), holding only the names it offers."""
     real, offered = sys.modules[name], STAND_INS[name]
     module = types.ModuleType(name)
     for attr in offered - _LIVE:
-        value = getattr(real, attr)
-        setattr(module, attr, list(value) if attr == "path" else value)  # a copy: the child's own stays as it is
+        setattr(module, attr, getattr(real, attr))
+    if name == "sys":  # copies: the child's own stay as they are, and its command line (the grader's) is not shown
+        module.path, module.argv = list(real.path), [""]
 
     def __getattr__(attr: str):
         if attr in _LIVE and attr in offered:
             return getattr(sys, attr)
-        raise AttributeError(MISSING.format(module=name, attr=attr, offered=", ".join(sorted(offered))))
+        raise AttributeError(missing(name, attr))
 
     module.__getattr__ = __getattr__
     return module

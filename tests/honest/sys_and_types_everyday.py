@@ -6,6 +6,7 @@ import types
 
 sys.path.append("..")  # the notebook's habit, to reach a helper folder
 assert version_info >= (3, 8) and sys.version_info.major == 3
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 2000))
 EPS = SimpleNamespace(bn=1e-5)
 CONFIG = types.SimpleNamespace(verbose=False)
 

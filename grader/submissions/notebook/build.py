@@ -52,11 +52,13 @@ class Context:
         return next((u.cell.label for u in units if name in u.names_bound), None)
 
 
-def _allowed(module: str) -> bool:
-    """Return whether the sandbox lets a submission import this module."""
+def _allowed(module: str, names: tuple[str, ...] = ()) -> bool:
+    """Return whether the sandbox lets a submission import this module (and these names from it, for `from`)."""
     from grader.sandbox import child
 
-    return module in child.ALLOWED_IMPORTS or module in child.STAND_INS
+    if module in child.STAND_INS:  # `from sys import stderr` is; `from sys import exc_info` is not
+        return all(name in child.STAND_INS[module] for name in names)
+    return module in child.ALLOWED_IMPORTS
 
 
 def context(parsed: list[Parsed]) -> Context:
@@ -70,7 +72,8 @@ def context(parsed: list[Parsed]) -> Context:
                 bound = [(a.asname or a.name).split(".")[0] for a in node.names]
                 if node.__class__ is ast.ImportFrom and node.level:
                     modules = [""]
-                if all(_allowed(m) for m in modules):
+                names = tuple(a.name for a in node.names) if isinstance(node, ast.ImportFrom) else ()
+                if all(_allowed(m, names) for m in modules):
                     if "\n".join(u.lines) not in seen:
                         seen.add("\n".join(u.lines))
                         ctx.imports.append(u)
