@@ -406,3 +406,38 @@ def test_a_column_gradient_wrong_in_some_rows_is_located_not_a_crash(tmp_path):
     [item] = grade(with_snippet(tmp_path, "ex1", snippet), ("ex1",), only=["dcounts_sum"]).items
     assert item.status == "failed" and "label-entries" not in item.traps, (item.status, item.message)
     assert "rows 0, 1, 2" in item.message or "row 0" in item.message, item.message
+
+
+class _EpsFixture:
+    """A fixture's two answers that missing_eps reads: the eps-free variant and the truth's float32 rounding."""
+
+    def __init__(self, wrong: torch.Tensor, noise: float):
+        self.wrong, self.noise = wrong, noise
+
+    def variant(self, v):
+        return {"dbnvar": self.wrong}
+
+    def rounding(self, grad: str) -> float:
+        return self.noise
+
+
+@pytest.mark.parametrize(
+    "bump, noise, named",
+    [
+        (0.5e-8, 2e-7, True),  # within a tenth of the gap of the eps-free variant
+        (1.5e-7, 2e-7, True),  # further than a tenth (another CPU's rounding), still within one rounding
+        (3e-7, 2e-7, False),  # further than one rounding: not that mistake
+        (1.5e-7, 3e-7, False),  # the variant is not four roundings from the truth: a right answer could pass for it
+    ],
+)
+def test_missing_eps_allows_the_rounding_a_right_answer_has_and_no_more(bump, noise, named):
+    from types import SimpleNamespace
+
+    truth = torch.zeros(1, 64)
+    wrong = truth.clone()
+    wrong[0, :3] = 1e-6  # eps matters in three columns
+    value = wrong.clone()
+    value[0, 10] += bump  # the student's own ops round otherwise than autograd's variant
+    ev = traps.Evidence("ex1.dbnvar", "bnvar", value, truth, _EpsFixture(wrong, noise), SimpleNamespace(shape_ok=True))
+    found = traps.missing_eps(ev)
+    assert [f.trap for f in found] == (["missing-eps"] if named else [])

@@ -401,7 +401,9 @@ def missing_eps(ev: Evidence) -> list[Finding]:
     """Recognise a BatchNorm backward whose inverse square root was differentiated without eps.
 
     The eps changes only a few entries by little, so the test is relative: the result must be far closer to the
-    eps-free variant than to the truth.
+    eps-free variant than to the truth, or as close to it as float32 rounding lets a right answer be to the truth
+    (the student's own ops round otherwise than autograd's variant: on some CPUs by more than a tenth of the gap),
+    where the variant stands at least four roundings from the truth, so that no right answer can pass for it.
     """
     if not ev.comparison.shape_ok or ev.item_id not in _EPS_ITEMS:
         return []
@@ -409,8 +411,12 @@ def missing_eps(ev: Evidence) -> list[Finding]:
     to_truth = float((ev.value - ev.truth).abs().max())
     to_wrong = float((ev.value - wrong).abs().max())
     gap = float((wrong - ev.truth).abs().max())
-    if not (gap > 0 and to_wrong <= 0.1 * to_truth and to_truth >= 0.5 * gap):
+    if not (gap > 0 and to_truth >= 0.5 * gap):
         return []
+    if to_wrong > 0.1 * to_truth:
+        noise = ev.fx.rounding("d" + ev.var)
+        if not (gap >= 4 * noise and to_wrong <= noise):
+            return []
     cols = _wrong_columns(wrong, ev.truth)
     where = "your dbnvar" if ev.item_id == "ex1.dbnvar" else "your BatchNorm backward"
     return [finding("missing-eps", where=where, cols=_list(cols, 8))]
