@@ -352,6 +352,44 @@ def test_a_finite_difference_is_flagged_however_its_division_is_laid_out(divided
     assert numeric("ex1", text.replace("- f(x - h)", "- g(x)")) == ()  # two different functions: no flag
 
 
+NUMGRAD = """import torch
+
+
+def numgrad(f, x, h=1e-3):
+    g = torch.zeros_like(x)
+    for i in range(x.numel()):
+        e = torch.zeros_like(x).view(-1)
+        e[i] = h
+        g.view(-1)[i] = (f(x + e.view_as(x)) - f(x - e.view_as(x))) / (2 * h)
+    return g
+
+
+def dprobs(probs, dlogprobs):
+    return (1.0 / probs) * dlogprobs
+
+
+if __name__ == "__main__":
+    print(numgrad(lambda p: p.log().sum(), torch.rand(3) + 1) - dprobs(torch.rand(3) + 1, torch.ones(3)))
+"""
+
+
+@pytest.mark.parametrize(
+    "change, flagged",
+    [
+        ((), False),  # named only in the __main__ block: a check run by hand, never by the grader
+        (("    return (1.0 / probs) * dlogprobs", "    return numgrad(lambda p: p.log().sum(), probs)"), True),
+        (("if __name__", "table = globals()\nif __name__"), True),  # reflection could reach it by name
+        (("def dprobs(probs, dlogprobs):", "def dprobs(probs, dlogprobs):  # see numgrad"), True),  # named outside
+        (('if __name__ == "__main__":', "if True:"), True),  # a block that runs
+    ],
+)
+def test_a_finite_difference_named_only_by_the_main_block_is_not_flagged(change, flagged):
+    from grader.grading.scan import numeric
+
+    text = NUMGRAD.replace(*change) if change else NUMGRAD
+    assert bool(numeric("ex1", text)) == flagged
+
+
 def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_not():
     for path in sorted(CORPUS.rglob("*.py")) + sorted(REFERENCE.glob("*.py")):
         assert scan("ex", path.read_text()) == (), path

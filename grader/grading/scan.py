@@ -671,10 +671,26 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
                     divisions.append(node.left)
         function = isinstance(unit, (ast.FunctionDef, ast.AsyncFunctionDef))
         # f at one value nudged two ways, differenced and divided: in a loop (bound names too) or over a basis at once
-        if function and _differenced(divisions, bound if loops else {}):
+        if function and _differenced(divisions, bound if loops else {}) and not _test_only(text, unit):
             found.append((unit.lineno, f"a finite difference in {unit.name}() (the forward pass evaluated twice)"))
     lines = text.splitlines()
     return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in sorted(found)[:limit])
+
+
+def _test_only(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function is named only in the file's `if __name__ == "__main__":` block: a gradient check the
+    student runs by hand (`numgrad` against their derivation), which the grader never runs. Not when anything
+    outside that block is flagged (reflection could run the block or reach the function by a computed name)."""
+    try:
+        main = _main_lines(bounded.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    if not main or any(getattr(node, "lineno", 0) not in main for node, _ in _flagged(text)):
+        return False
+    named = re.compile(rf"\b{re.escape(fn.name)}\b")
+    own = range(min([fn.lineno] + [d.lineno for d in fn.decorator_list]), (fn.end_lineno or fn.lineno) + 1)
+    uses = [k for k, line in enumerate(text.splitlines(), 1) if k not in own and named.search(line)]
+    return bool(uses) and all(k in main for k in uses)
 
 
 _BLOCK_START = re.compile(r"(?:async\s+def|def|class)\b")
