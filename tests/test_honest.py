@@ -253,6 +253,9 @@ OWN_NAMES_STAY_OWN = {
     "a closure's vars": "def f():\n    vars = 1\n    def g():\n        return vars\n    return g\n",
     "a nonlocal vars": "def f():\n    vars = 1\n    def g():\n        nonlocal vars\n        vars += 1\n    return g\n",
     "a comprehension's eval": "def f(xs):\n    return [eval for eval in xs]\n",
+    "a function's locals() in a format": 'def f(x):\n    return "{x}".format(**locals())\n',
+    "a function's vars() in a % format": 'def f(x):\n    return "%(x)s" % vars()\n',
+    "a class body's locals()": "class K:\n    a = 1\n    names = sorted(locals())\n",
     "vars caught as an exception": "def f():\n    try:\n        pass\n    except ValueError as vars:\n"
     "        return vars\n",
 }
@@ -271,6 +274,9 @@ LOOKALIKES_STAY_FLAGGED = {
     "__class__ read for more than its name": "def f(x):\n    return x.__class__.__mro__\n",
     "__class__ assigned": "def f(x):\n    x.__class__ = int\n",
     "a str's class, then its bases": "def f(x):\n    return x.__class__.__name__.__class__.__base__\n",
+    "locals() at module level (the module's globals)": 'x = 1\ns = "{x}".format(**locals())\n',
+    "locals passed uncalled (read by whichever frame calls it)": "def f(g):\n    return g(locals)\n",
+    "globals() in a function": "def f():\n    return globals()\n",
     "vars bound at module level": "vars = 1\nx = vars(torch)\n",
     "vars read before a module-level binding": "x = vars(torch)\nvars = 1\n",
     "vars declared global": "def f():\n    global vars\n    return vars(torch)\n",

@@ -187,6 +187,7 @@ def _flagged(text: str):
     own = _Lazy(tree)  # built only for a file whose flags it could lift
     formats = "format" in text  # str.format, format_map, string.Formatter().vformat: what evaluates a field path
     spelled_out, written_out = _spelled_out(tree, fstring_parts, own, formats)
+    spelled_out |= _own_locals(tree)
     yield from written_out  # getattr(f, "__globals__") is refused as f.__globals__ is
     docstrings = frozenset(
         id(n.body[0].value)
@@ -224,6 +225,34 @@ def _spelled_out(tree: ast.Module, fstring_parts: frozenset, own: _Lazy, formats
             elif _escape(written_out):
                 routes_out.append((written_out, what))
     return harmless, routes_out
+
+
+_SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ClassDef,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+def _own_locals(tree: ast.Module) -> set[int]:
+    """Return the ids of `locals()` and `vars()` called bare inside a function, class or comprehension: that scope's
+    own names (`"{x} {y}".format(**locals())`). At module level they are the module's globals (a computed key could
+    set `__name__` and run the __main__ block), and passed uncalled (`f(locals)`) they read whichever frame calls
+    them: both stay flagged."""
+    found, todo = set(), [(node, False) for node in ast.iter_child_nodes(tree)]
+    while todo:
+        node, inside = todo.pop()
+        if inside and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+            if node.func.id in ("locals", "vars") and not node.keywords:
+                found.add(id(node.func))
+        inner = inside or isinstance(node, _SCOPES)
+        todo += [(child, inner) for child in ast.iter_child_nodes(node)]
+    return found
 
 
 REFUSED = (
