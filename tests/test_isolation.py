@@ -484,8 +484,10 @@ def test_routes_out_of_the_exercise_are_escapes_and_nothing_honest_is_one():
     main = 'def f(x):\n    return x\n\n\nif __name__ == "__main__":\n    print(f.__code__, e.__traceback__)\n'
     assert escapes("ex2", main) == () and scan("ex2", main) == ()  # never runs when graded: neither
     caught = "try:\n    raise E\nexcept E as __name__:\n    pass\n"  # an exception whose __eq__ says yes to all
-    for binds in ('__name__ = "__main__"\n', caught, "import m as __name__\n"):
+    for binds in ('__name__ = "__main__"\n', caught, "import m as __name__\n", '(__name__ := "__main__")\n'):
         assert escapes("ex2", binds + main), binds  # unless the file could make it run
+    logged = "import logging\nlog = logging.getLogger(__name__)\n" + main
+    assert escapes("ex2", logged) == () and scan("ex2", logged) == ()  # reading __name__ binds nothing
     assert escapes("ex2", "g = getattr(m, n)\n" + main)  # or reflection that runs could
     for tame in (
         "x = getattr(torch, name)",

@@ -268,8 +268,8 @@ def refused_message(flag: Flag, where: str) -> str:
 
 def _main_lines(tree: ast.Module | None) -> set[int]:
     """Return the lines of the file's top-level `if __name__ == "__main__":` blocks: none if the name __name__
-    appears anywhere else, in any form that could bind it (an assignment, `except E as __name__`, an import alias,
-    a def, a match pattern, a global), since the block could then run."""
+    is bound anywhere, in any form (an assignment, `except E as __name__`, an import alias, a def, a match
+    pattern, a global), since the block could then run."""
     if tree is None:
         return set()
     lines: set[int] = set()
@@ -286,15 +286,16 @@ def _main_lines(tree: ast.Module | None) -> set[int]:
         ):
             lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
             tests += 1
-    return lines if tests and _mentions_of_name(tree) == tests else set()
+    return lines if tests and _bindings_of_name(tree) == 0 else set()
 
 
-def _mentions_of_name(tree: ast.AST) -> int:
-    """Count the places a file names the module global __name__ (an attribute's .__name__ is another thing)."""
+def _bindings_of_name(tree: ast.AST) -> int:
+    """Count the places a file could bind the module global __name__ (an attribute's .__name__ is another thing);
+    reading it (`logging.getLogger(__name__)`) binds nothing."""
     count = 0
     for n in ast.walk(tree):
         names: list = []
-        if isinstance(n, ast.Name):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             names = [n.id]
         elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)):
             names = [n.name]

@@ -1,4 +1,7 @@
 # honest: exercise=ex1 habit=if __name__ == "__main__": test code at the bottom, comparing with autograd (lecture's cmp)
+import logging
+
+log = logging.getLogger(__name__)  # reads __name__: the block below still never runs when graded
 
 
 def cmp(s, dt, t):
@@ -27,5 +30,6 @@ if __name__ == "__main__":
     cmp("logprobs", dlogprobs(logprobs.detach(), Yb, n), logprobs)
     cmp("probs", dprobs(probs.detach(), logprobs.grad), probs)
     print(f"checked in {time.perf_counter() - t0:.3f}s")
+    print("defined:", sorted(k for k in globals() if k.startswith("d")))
     plt.imshow(logits.grad.detach(), cmap="gray")
     plt.show()
