@@ -273,6 +273,8 @@ LOOKALIKES_STAY_FLAGGED = {
     "def f(t):\n    return t.__dict__\n",
     "__class__ read for more than its name": "def f(x):\n    return x.__class__.__mro__\n",
     "__class__ assigned": "def f(x):\n    x.__class__ = int\n",
+    "__class__ assigned by setattr's literal name": "setattr(torch, '__class__', type(torch))\n",
+    "__repr__ replaced by setattr, __str__ deleted": "setattr(torch.Tensor, '__repr__', len)\ndelattr(T, '__str__')\n",
     "a str's class, then its bases": "def f(x):\n    return x.__class__.__name__.__class__.__base__\n",
     "locals() at module level (the module's globals)": 'x = 1\ns = "{x}".format(**locals())\n',
     "locals passed uncalled (read by whichever frame calls it)": "def f(g):\n    return g(locals)\n",

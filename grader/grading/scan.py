@@ -218,7 +218,8 @@ def _spelled_out(tree: ast.Module, fstring_parts: frozenset, own: _Lazy, formats
         if any(isinstance(a, ast.Starred) for a in node.args) or not isinstance(name, ast.Constant):
             continue
         if isinstance(name.value, str) and name.value.isidentifier():
-            written_out = ast.copy_location(ast.Attribute(value=node.args[0], attr=name.value, ctx=ast.Load()), node)
+            ctx = {"getattr": ast.Load, "setattr": ast.Store, "delattr": ast.Del}[node.func.id]()
+            written_out = ast.copy_location(ast.Attribute(value=node.args[0], attr=name.value, ctx=ctx), node)
             what = _what(written_out, fstring_parts, own, formats)
             if what is None:  # neither the call nor its literal name: getattr(x, "__class__") is x.__class__
                 harmless.update((id(node.func), id(name)))
@@ -382,7 +383,8 @@ def _what(
     if raw:
         return f"raw memory: {raw} (C code reads any address through it)"
     if isinstance(node, ast.Attribute):
-        read = node.attr in READ_LIKE_BUILTINS and isinstance(node.ctx, ast.Load)  # not `x.__class__ = Other`
+        read = node.attr in READ_LIKE_BUILTINS and isinstance(node.ctx, ast.Load)  # not `x.__class__ = Other`,
+        # nor its spelling setattr(x, "__class__", Other) (written out with the Store context)
         private = node.attr.startswith("_") and node.attr not in PUBLIC_UNDERSCORED and not read
         kernel = BACKWARD_KERNEL.search(node.attr) is not None
         mine = (private or kernel) and own is not None and own.get().defines(node)  # the file's own class's name
