@@ -108,11 +108,6 @@ def test_bind_names_the_unknown_parameter():
     assert training.bind(lambda W1, scale=2.0: None, {"W1": 1, "n": 3}) == {"W1": 1}
 
 
-def test_bind_rejects_star_kwargs():
-    with pytest.raises(TypeError, match=r"\*\*kw"):
-        training.bind(lambda W1, **kw: None, {"W1": 1})
-
-
 @pytest.mark.parametrize(
     ("change", "pattern"),
     [
