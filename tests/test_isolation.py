@@ -421,9 +421,7 @@ def test_getattr_with_a_literal_name_is_read_as_the_attribute_written_out():
 def test_a_docstring_is_text_for_readers_unless_it_is_used_as_a_format_string():
     doc = 'def dh(h, dh):\n    """Same formula as torch\'s tanh_backward (see _C)."""\n    return (1 - h**2) * dh\n'
     assert scan("ex1", doc) == () and scan("ex1", doc.replace("(see _C)", "_C")) == ()
-    path = '"""torch._C._EngineBase"""'
-    assert scan("ex1", f"def f():\n    {path}\n    return 1") == ()  # a docstring naming a private path: text
-    assert scan("ex1", f"def f():\n    x = 1\n    {path}\n    return x")  # a string statement, not a docstring
+    assert scan("ex1", 'def f():\n    x = 1\n    "tanh_backward"\n    return x')  # a string statement, not a docstring
     fields = 'def f():\n    """{0.__class__.__init__.__globals__}"""\n    return f.__doc__.format(torch)\n'
     assert [f.what[:42] for f in scan("ex1", fields)] == ["a format string reading attributes by name"]
     assert scan("ex1", "x = torch.\\\n    _C") and scan("ex1", "from _thread import x")  # spelled across lines
@@ -902,9 +900,9 @@ def test_a_grading_process_slow_to_read_its_truth_stalls_no_other(monkeypatch, n
 
 @pytest.mark.timeout(60)
 def test_a_file_of_twenty_thousand_flags_is_scanned_in_linear_time():
-    """A long line of `'torch._C',` used to be copied once per flag: minutes, in the grader's own process. (A file
-    past spec/parse.py's bound, like the old 1 MB line, is not parsed at all: test_bounds.py.)"""
-    text = "x = [" + "'torch._C'," * 16_000 + "]  # \U0001f600\n"
+    """A long line of `'_C',` used to be copied once per flag: minutes, in the grader's own process. (A file past
+    spec/parse.py's bound, like the old 1 MB line, is not parsed at all: test_bounds.py.)"""
+    text = "x = [" + "'_C'," * 24_000 + "]  # \U0001f600\n"
     flags = scan("ex1", text)
     assert len(flags) == 20 and flags[0].what.startswith("a string naming internals")
     assert flags[0].code == text.strip()[:200]

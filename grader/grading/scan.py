@@ -418,17 +418,16 @@ def _what(
         if id(node) in docstrings:  # """Same formula as torch's tanh_backward.""": read as a format string only
             field = formats and _FIELD_PATH.search(word) and _risky_field(word)
             return f"a format string reading attributes by name: {word[:40]!r}" if field else None
-        # A plain word ("_shape", "ops", "sys", "tanh_backward") reaches nothing alone: every route from a string to
-        # an attribute (getattr, vars, __dict__, attrgetter, sys.modules, importlib, torch.ops) is flagged itself.
-        # A dotted private path is what a string annotation names (typing evaluates it), and "__builtins__" what a
-        # namespace's key holds.
-        if word in RISKY_NAMES:
+        risky = RISKY_ATTRIBUTES - _ATTRIBUTE_ONLY
+        if _UNDERSCORED.fullmatch(word) or word in risky | RISKY_NAMES | RISKY_MODULES | REFLECTIVE_CALLS:
             return f"a string naming internals: {word[:40]!r}"
         if "._" in word and _DOTTED.fullmatch(word):  # a path to something private ("torch._C._EngineBase")
             return f"a string naming internals: {word[:40]!r}"
         # "{0.sys.modules[grader...]}".format(torch) is getattr by name
         if formats and _FIELD_PATH.search(word) and _risky_field(word):
             return f"a format string reading attributes by name: {word[:40]!r}"
+        if word in TORCH_BACKDOORS or BACKWARD_KERNEL.search(word):
+            return f"a string naming torch internals: {word[:40]!r}"
     elif isinstance(node, (ast.Import, ast.ImportFrom)):
         names = [a.name for a in node.names]
         if isinstance(node, ast.ImportFrom) and node.module:
