@@ -256,6 +256,8 @@ OWN_NAMES_STAY_OWN = {
     "a function's locals() in a format": 'def f(x):\n    return "{x}".format(**locals())\n',
     "a function's vars() in a % format": 'def f(x):\n    return "%(x)s" % vars()\n',
     "a class body's locals()": "class K:\n    a = 1\n    names = sorted(locals())\n",
+    "a nested default, in its function": "def g():\n    def f(d=locals()):\n        return d\n    return f\n",
+    "a comprehension's later iterable": "z = [y for x in range(2) for y in locals()]\n",
     "vars caught as an exception": "def f():\n    try:\n        pass\n    except ValueError as vars:\n"
     "        return vars\n",
 }
@@ -278,6 +280,14 @@ LOOKALIKES_STAY_FLAGGED = {
     "a str's class, then its bases": "def f(x):\n    return x.__class__.__name__.__class__.__base__\n",
     "locals() at module level (the module's globals)": 'x = 1\ns = "{x}".format(**locals())\n',
     "locals passed uncalled (read by whichever frame calls it)": "def f(g):\n    return g(locals)\n",
+    # what a scope evaluates where it stands is module-level there: the module's globals, and __name__ among them
+    "locals() as a default": 'def mark(d=locals()):\n    d["x"] = 1\n',
+    "locals() as a lambda's default": "y = (lambda d=locals(): d)()\n",
+    "locals() as a comprehension's first iterable": "z = [d for d in [locals()]][0]\n",
+    "locals() as a class keyword": "class C(B, ns=locals()):\n    pass\n",
+    "locals() in a decorator": "@keep(locals())\ndef f():\n    pass\n",
+    "locals() in a return annotation": "def f() -> locals().update({}):\n    pass\n",
+    "vars() as a keyword-only default": "def f(*, d=vars()):\n    pass\n",
     "globals() in a function": "def f():\n    return globals()\n",
     "vars bound at module level": "vars = 1\nx = vars(torch)\n",
     "vars read before a module-level binding": "x = vars(torch)\nvars = 1\n",

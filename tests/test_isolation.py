@@ -442,6 +442,8 @@ def test_a_docstring_is_text_for_readers_unless_it_is_used_as_a_format_string():
     assert scan("ex2", 'def f(x: "torch._C._EngineBase"): pass')[0].what.startswith("a string naming internals")
     pick = "from torch.ao.quantization.utils import getattr_from_fqn as pick\n"
     assert scan("ex2", pick)[0].what == "reflection imported by name: getattr_from_fqn"  # getattr by a longer name
+    fetched = "class Root:\n    module = torch\n\n\nm = torch.fx.Interpreter.fetch_attr(Root, 'module.nn')\n"
+    assert scan("ex2", fetched)[0].what == "interpreter internals .fetch_attr"  # a dotted name walked by getattr
     for module_by_attribute in ("m = torch.inspect.getmembers(torch)", "f = torch.serialization.pickle.loads(b)"):
         assert scan("ex2", module_by_attribute), module_by_attribute  # a reflective module, reached as an attribute
 

@@ -69,7 +69,8 @@ RISKY_MODULES = frozenset(
     "serialization".split()  # torch.serialization.pickle.loads resolves a dotted name, getattr included
 )
 # what those modules offer to reach an object by a computed name, whatever the module is called here
-_REFLECTION = frozenset("getmembers getmembers_static import_module unwrap loads find_class".split())
+# (torch.fx's Interpreter.fetch_attr(root, "sys.modules") walks a dotted name with getattr)
+_REFLECTION = frozenset("getmembers getmembers_static import_module unwrap loads find_class fetch_attr".split())
 
 
 # Routes out of the exercise with no use in any derivation: a frame (and through it the real builtins), raw memory
@@ -228,32 +229,41 @@ def _spelled_out(tree: ast.Module, fstring_parts: frozenset, own: _Lazy, formats
     return harmless, routes_out
 
 
-_SCOPES = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.Lambda,
-    ast.ClassDef,
-    ast.ListComp,
-    ast.SetComp,
-    ast.DictComp,
-    ast.GeneratorExp,
-)
-
-
 def _own_locals(tree: ast.Module) -> set[int]:
-    """Return the ids of `locals()` and `vars()` called bare inside a function, class or comprehension: that scope's
-    own names (`"{x} {y}".format(**locals())`). At module level they are the module's globals (a computed key could
-    set `__name__` and run the __main__ block), and passed uncalled (`f(locals)`) they read whichever frame calls
-    them: both stay flagged."""
-    found, todo = set(), [(node, False) for node in ast.iter_child_nodes(tree)]
+    """Return the ids of `locals()` and `vars()` called bare in the body of a function, class or comprehension:
+    that scope's own names (`"{x} {y}".format(**locals())`). At module level they are the module's globals (a
+    computed key could set `__name__` and run the __main__ block), and so they are in what a scope evaluates in
+    the enclosing one (a default, an annotation, a decorator, a base, a comprehension's first iterable); passed
+    uncalled (`f(locals)`) they read whichever frame calls them. All of those stay flagged."""
+    found: set[int] = set()
+    todo = [(node, False) for node in tree.body]
     while todo:
         node, inside = todo.pop()
         if inside and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
             if node.func.id in ("locals", "vars") and not node.keywords:
                 found.add(id(node.func))
-        inner = inside or isinstance(node, _SCOPES)
-        todo += [(child, inner) for child in ast.iter_child_nodes(node)]
+        todo += [(child, inside) for child in _outer_parts(node)]
+        todo += [(child, True) for child in _own_parts(node)]
     return found
+
+
+def _own_parts(node: ast.AST) -> list:
+    """Return what a scope (a def, lambda, class or comprehension) evaluates in its own namespace."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return list(node.body)
+    if isinstance(node, ast.Lambda):
+        return [node.body]
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        first, *rest = node.generators
+        elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        return [*elements, first.target, *first.ifs, *rest]
+    return []
+
+
+def _outer_parts(node: ast.AST) -> list:
+    """Return the children a node evaluates where it stands: all of them, but a scope's own parts."""
+    own = {id(n) for n in _own_parts(node)}
+    return [child for child in ast.iter_child_nodes(node) if id(child) not in own]
 
 
 REFUSED = (
