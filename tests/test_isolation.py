@@ -381,6 +381,9 @@ if __name__ == "__main__":
         (("if __name__", "table = globals()\nif __name__"), True),  # reflection could reach it by name
         (("def dprobs(probs, dlogprobs):", "def dprobs(probs, dlogprobs):  # see numgrad"), True),  # named outside
         (('if __name__ == "__main__":', "if True:"), True),  # a block that runs
+        (("    return (1.0 / probs) * dlogprobs", "    return \uff4eumgrad(lambda p: p.log().sum(), probs)"), True),
+        (("def dprobs(", "# \x1c\x1d\x1e\x85\f\ndef dprobs("), False),  # ends no line the parser counts
+        (("    return (1.0 / probs) * dlogprobs", "    # \x1c\x1c\x1c\x1c\n    return numgrad(len, probs)"), True),
     ],
 )
 def test_a_finite_difference_named_only_by_the_main_block_is_not_flagged(change, flagged):

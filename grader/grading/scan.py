@@ -731,7 +731,10 @@ def _test_only(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         return False
     named = re.compile(rf"\b{re.escape(fn.name)}\b")
     own = range(min([fn.lineno] + [d.lineno for d in fn.decorator_list]), (fn.end_lineno or fn.lineno) + 1)
-    uses = [k for k, line in enumerate(text.splitlines(), 1) if k not in own and named.search(line)]
+    # lines and names as the parser reads them: only \n, \r\n and \r end a line (not \f or \x1c, which
+    # str.splitlines also splits at), and ｎｕｍｇｒａｄ is numgrad
+    lines = unicodedata.normalize("NFKC", text.replace("\r\n", "\n").replace("\r", "\n")).split("\n")
+    uses = [k for k, line in enumerate(lines, 1) if k not in own and named.search(line)]
     return bool(uses) and all(k in main for k in uses)
 
 
