@@ -1074,3 +1074,30 @@ def test_a_file_that_reads_sys_modules_gets_an_error_that_says_what_sys_offers(t
     loads = with_snippet(tmp_path / "b", "ex1", "from sys import stderr, modules\n")
     items = grade(loads, ("ex1",), limits=Limits(timeout=30)).items
     assert all(i.status == "error" and f"BlockedImport: {offered}" in i.message for i in items)
+
+
+def test_a_finite_difference_reached_without_its_name_stays_flagged():
+    """Found by a reviewing helper: a method called through its object (`Check()(...)`, which is `__call__`) or a
+    function kept by its decorator (`@HELPERS.append`) is used by graded code that never spells its name."""
+    from grader.grading.scan import numeric
+
+    loop = (
+        "    g = torch.zeros_like(x)\n    for i in range(x.numel()):\n        e = torch.zeros_like(x).view(-1)\n"
+        "        e[i] = h\n        g.view(-1)[i] = (f(x + e.view_as(x)) - f(x - e.view_as(x))) / (2 * h)\n"
+        "    return g\n"
+    )
+    method = (
+        "import torch\n\n\nclass Check:\n    def __call__(self, f, x, h=1e-3):\n"
+        + loop.replace("\n    ", "\n        ").replace("    g =", "        g =", 1)
+        + "\n\ndef dprobs(probs, dlogprobs):\n    return Check()(lambda q: (q.log() * dlogprobs).sum(), probs)\n"
+        '\n\nif __name__ == "__main__":\n    pass  # by hand: __call__ against my derivation\n'
+    )
+    kept = (
+        "import torch\n\nHELPERS = []\n\n\n@HELPERS.append\ndef numgrad(f, x, h=1e-3):\n"
+        + loop
+        + "\n\ndef dprobs(probs, dlogprobs):\n    return HELPERS[0](lambda q: (q.log() * dlogprobs).sum(), probs)\n"
+        '\n\nif __name__ == "__main__":\n    print(numgrad)\n'
+    )
+    for text in (method, kept):
+        compile(text, "ex1.py", "exec")
+        assert numeric("ex1", text), text

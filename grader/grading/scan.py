@@ -721,16 +721,25 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
 
 def _test_only(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether a function is named only in the file's `if __name__ == "__main__":` block: a gradient check the
-    student runs by hand (`numgrad` against their derivation), which the grader never runs. Not when anything
-    outside that block is flagged (reflection could run the block or reach the function by a computed name)."""
+    student runs by hand (`numgrad` against their derivation), which the grader never runs. Only a plain function
+    at the file's top level: a method (`__call__`, reached as `Check()(...)`) or a decorated function
+    (`@HELPERS.append`) is reached without its name. Not when anything outside that block is flagged (reflection
+    could reach the function by a computed name)."""
+    if _DUNDER.fullmatch(fn.name):
+        return False
     try:
-        main = _main_lines(bounded.parse(text))
+        tree = bounded.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    if not main or any(getattr(node, "lineno", 0) not in main for node, _ in _flagged(text)):
+    main = _main_lines(tree)
+    # the whole file's node: fn may come from a block parsed alone, which starts at `def`, after its decorators
+    top = [n for n in tree.body if isinstance(n, type(fn)) and (n.name, n.lineno) == (fn.name, fn.lineno)]
+    if not main or not top or top[0].decorator_list:
+        return False
+    if any(getattr(node, "lineno", 0) not in main for node, _ in _flagged(text)):
         return False
     named = re.compile(rf"\b{re.escape(fn.name)}\b")
-    own = range(min([fn.lineno] + [d.lineno for d in fn.decorator_list]), (fn.end_lineno or fn.lineno) + 1)
+    own = range(fn.lineno, (fn.end_lineno or fn.lineno) + 1)
     # lines and names as the parser reads them: only \n, \r\n and \r end a line (not \f or \x1c, which
     # str.splitlines also splits at), and ｎｕｍｇｒａｄ is numgrad
     lines = unicodedata.normalize("NFKC", text.replace("\r\n", "\n").replace("\r", "\n")).split("\n")
