@@ -1101,3 +1101,21 @@ def test_a_finite_difference_reached_without_its_name_stays_flagged():
     for text in (method, kept):
         compile(text, "ex1.py", "exec")
         assert numeric("ex1", text), text
+
+
+def test_a_main_block_never_runs_whatever_the_file_does_to_its_name(tmp_path):
+    """Found by a reviewing helper: enum.global_enum writes a class's members into its module's globals, so a file
+    could set __name__ to "__main__" with nothing the scan reads, and run the block whose reaches it leaves alone.
+    The child compiles each `if __name__ == "__main__":` test as False."""
+    snippet = (
+        "import enum\n\n\nclass Meta(enum.EnumMeta):\n    @property\n    def __members__(cls):\n"
+        '        return {"_" * 2 + "name" + "_" * 2: "_" * 2 + "main" + "_" * 2}\n\n\n'
+        "class E(enum.Enum, metaclass=Meta):\n    A = 1\n\n\nenum.global_enum(E)\n"
+        'RAN = __name__ == "__main__"\n\n\nif __name__ == "__main__":\n    g = (lambda: 0).__globals__\n\n'
+        "    def dlogprobs(logprobs, Yb, n):\n        raise RuntimeError('the main block ran')\n\n\n"
+        "def dprobs(probs, dlogprobs):\n    assert RAN, 'the name was not set: the test proves nothing'\n"
+        "    return (1.0 / probs) * dlogprobs\n"
+    )
+    result = grade(with_snippet(tmp_path, "ex1", snippet), ("ex1",), limits=Limits(timeout=30))
+    bad = [(i.id, i.status, i.message[:100]) for i in result.items if i.status != "passed"]
+    assert bad == [] and "flags" not in result.extra, (bad, result.extra)

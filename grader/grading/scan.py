@@ -18,6 +18,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from grader.sandbox.mainblock import main_blocks
 from grader.sandbox.standins import STAND_INS
 from grader.spec import parse as bounded
 
@@ -284,20 +285,10 @@ def _main_lines(tree: ast.Module | None) -> set[int]:
     if tree is None:
         return set()
     lines: set[int] = set()
-    tests = 0
-    for node in tree.body:
-        test = node.test if isinstance(node, ast.If) else None
-        if (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Eq)
-            and {ast.dump(test.left), ast.dump(test.comparators[0])}
-            == {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
-            and not node.orelse
-        ):
-            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-            tests += 1
-    return lines if tests and _bindings_of_name(tree) == 0 else set()
+    blocks = main_blocks(tree)  # the child compiles their tests as False (grader/sandbox/mainblock.py)
+    for node in blocks:
+        lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return lines if blocks and _bindings_of_name(tree) == 0 else set()
 
 
 def _bindings_of_name(tree: ast.AST) -> int:

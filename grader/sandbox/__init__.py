@@ -7,6 +7,7 @@
 - forget.py: what a forked child forgets and which extra requests it serves, registered from above;
 - wire.py, arena.py, pages.py: the bounded parent-child format, memory every child drops, huge pages;
 - spawned.py: the fallback child for platforms without fork and namespaces;
+- standins.py, mainblock.py: what `import sys`/`types` give a file, and its `__main__` blocks, which never run;
 """
 
 from grader.sandbox.lazy import exports

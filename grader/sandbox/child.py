@@ -31,7 +31,7 @@ import torch.nn.functional  # noqa: F401  (imported before the jail closes)
 import torch.testing
 import torch.testing._comparison
 
-from grader.sandbox import arena, forget, jail, wire
+from grader.sandbox import arena, forget, jail, mainblock, wire
 from grader.sandbox.standins import STAND_INS, missing, stand_in
 
 # Modules a submission may import; each is imported by warm_up (import_allowed), before a child's jail goes up.
@@ -527,7 +527,7 @@ class ChildServer:
         """Return the file's code object, compiled once per text (Ex4's file is executed afresh before each call)."""
         path, text, code = self._code
         if path != self.path or text is not self.text:
-            code = compile(self.text, self.path, "exec", dont_inherit=True)  # not this module's __future__ flags
+            code = mainblock.compile_module(self.text, self.path)  # its __main__ blocks never run
             self._code = (self.path, self.text, code)
         return code
 
