@@ -243,8 +243,10 @@ def _own_locals(tree: ast.Module) -> set[int]:
         if inside and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
             if node.func.id in ("locals", "vars") and not node.keywords:
                 found.add(id(node.func))
-        todo += [(child, inside) for child in _outer_parts(node)]
-        todo += [(child, True) for child in _own_parts(node)]
+        own = _own_parts(node)
+        mine = {id(child) for child in own}
+        todo += [(child, inside) for child in ast.iter_child_nodes(node) if id(child) not in mine]
+        todo += [(child, True) for child in own]
     return found
 
 
@@ -259,12 +261,6 @@ def _own_parts(node: ast.AST) -> list:
         elements = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
         return [*elements, first.target, *first.ifs, *rest]
     return []
-
-
-def _outer_parts(node: ast.AST) -> list:
-    """Return the children a node evaluates where it stands: all of them, but a scope's own parts."""
-    own = {id(n) for n in _own_parts(node)}
-    return [child for child in ast.iter_child_nodes(node) if id(child) not in own]
 
 
 REFUSED = (

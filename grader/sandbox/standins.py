@@ -20,7 +20,10 @@ STAND_INS = {
     "types": frozenset({"SimpleNamespace"}),
 }
 _LIVE = frozenset({"stdout", "stderr"})
-MISSING = "module '{module}' has no attribute '{attr}' in the grader's sandbox; it offers: {offered}"
+MISSING = (
+    "module '{module}' has no attribute '{attr}' in the grader's sandbox; it offers: {offered}. Use one of those, or "
+    "take that line out of the graded file (it belongs in the notebook)"
+)
 
 
 def missing(name: str, attr: str) -> str:
