@@ -20,8 +20,10 @@ same functions many times over, so each piece of work is done once per distinct 
 text, a function's tokens counted and its fingerprint made (by copydetect) once per normalised text, the common
 fingerprints counted once per text, weighted by how many students wrote it, and the comparison made once per pair
 of distinct texts of a function (_shares, which gives overlap's numbers; tests/test_similarity_equivalence.py
-pins that), the pairs of students then gathering their texts' numbers. A function's lines are mapped back to the
-student's only when a pair shows it, and for it alone. Python's cyclic garbage collector is off while a class is
+pins that), the pairs of students then gathering their texts' numbers. Pygments lexes each distinct line of
+normalised code once (_LinewisePython: ast.unparse writes no token across lines): on the bench class the check
+costs about two thirds of what lexing whole functions did (six interleaved pairs: 0.59-0.82, median 0.67). A
+function's lines are mapped back to the student's only when a pair shows it, and for it alone. Python's cyclic garbage collector is off while a class is
 compared (compare_class).
 """
 
@@ -42,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pygments.lexers
+from pygments.lexers.python import PythonLexer
 
 from grader.classroom import deadline
 from grader.submissions.intake.read import STUBS
@@ -77,6 +81,58 @@ _copydetect = _import_copydetect()
 CodeFingerprint = _copydetect.CodeFingerprint
 get_token_coverage = _copydetect.utils.get_token_coverage
 get_copied_slices = _copydetect.utils.get_copied_slices
+
+UNPARSED = "python, as ast.unparse writes it"  # the language copydetect is told for normalised code (_Lexers)
+MEMO_TOKENS = 500_000  # tokens the line-by-line lexer keeps (~50 MB at most); past it, new lines are lexed each time
+MEMO_LINE = 400  # characters of the longest line it keeps
+
+
+class _LinewisePython:
+    """Pygments' Python lexer for ast.unparse's output, which writes no token across two lines: lex each line apart,
+    and each distinct line once (a class writes the same lines over and over: 727 distinct of 4,837 in the bench
+    class). tests/test_similarity.py pins the tokens equal to the whole text's on every corpus."""
+
+    def __init__(self):
+        self.lexer = PythonLexer()
+        self.lines: dict[str, tuple] = {}
+        self.kept = 0
+
+    def get_tokens(self, text: str):
+        """Yield the (token type, text) pairs Pygments yields for the whole text."""
+        if '"""' in text or "'''" in text or "\\\n" in text:  # a docstring or a joined line: lexed whole
+            yield from self.lexer.get_tokens(text)
+            return
+        for line in _NEWLINE.findall(text.strip("\n") + "\n"):  # the whole text's ends, as Pygments trims them
+            tokens = self.lines.get(line)
+            if tokens is None:
+                tokens = tuple(self.lexer.get_tokens(line))
+                if len(line) <= MEMO_LINE and self.kept + len(tokens) <= MEMO_TOKENS:
+                    self.lines[line] = tokens
+                    self.kept += len(tokens)
+            yield from tokens
+
+
+_NEWLINE = re.compile(r"[^\n]*\n")  # Pygments' lines: only \n ends one (unparsed code has no \r)
+
+
+class _Lexers:
+    """pygments.lexers as copydetect's filter_code looks a lexer up: UNPARSED is lexed line by line, "python" by one
+    lexer made once (not one per function), any other name as Pygments has it."""
+
+    def __init__(self):
+        self.unparsed, self.python = _LinewisePython(), PythonLexer()
+
+    def __getattr__(self, name):
+        return getattr(pygments.lexers, name)
+
+    def get_lexer_by_name(self, alias, **options):
+        """Return the lexer for alias, as pygments.lexers.get_lexer_by_name does."""
+        if not options and alias in (UNPARSED, "python"):
+            return self.unparsed if alias == UNPARSED else self.python
+        return pygments.lexers.get_lexer_by_name(alias, **options)
+
+
+_copydetect.utils.lexers = _Lexers()
 
 K = 25  # characters of filtered code per fingerprint (copydetect's default noise threshold)
 COMMON_SHARE = 0.5  # a fingerprint that at least half the class has is not evidence...
@@ -178,6 +234,7 @@ class Chunk:
     shown: str  # the function as written, then any helper inlined into it
     lines: dict[int, tuple[int, ...]] | None = None  # line of code -> lines of shown (from 1); see line_map
     origin: tuple = ()  # (exercise, file text, graded names, name), to map the lines when a pair shows them
+    unparsed: bool = True  # code is ast.unparse's output (lexed line by line), not a file's raw text
 
 
 class Dropped(Exception):  # noqa: N818 - a verdict, not a failure
@@ -463,7 +520,7 @@ def _whole(text: str) -> Chunk:
     code = shown.replace("\r\n", "\n").replace("\r", "\n")
     skip = len(code) - len(code.lstrip("\n"))  # Pygments drops leading newlines: count lines from the first code
     code = code[skip:]
-    return Chunk(code, shown, {i: (i + skip,) for i in range(1, len(_lines(code)) + 1)})
+    return Chunk(code, shown, {i: (i + skip,) for i in range(1, len(_lines(code)) + 1)}, unparsed=False)
 
 
 def file_chunks(exercise: str, text: str, graded: frozenset = frozenset(), mapped: bool = False) -> dict[str, Chunk]:
@@ -559,9 +616,12 @@ def student_chunks(files: dict[str, str], memo: dict | None = None) -> dict[str,
 # --- fingerprints --------------------------------------------------------------------------------------------
 
 
-def _fingerprint(code: str) -> CodeFingerprint:
-    """Return copydetect's fingerprint of one function's code: every k-gram of K characters (window 1)."""
-    return CodeFingerprint("submission.py", K, 1, fp=io.StringIO(code), language="python")
+def _fingerprint(code: str, unparsed: bool = True) -> CodeFingerprint:
+    """Return copydetect's fingerprint of one function's code: every k-gram of K characters (window 1).
+
+    unparsed: code is ast.unparse's output, lexed line by line; else a file's raw text, lexed whole.
+    """
+    return CodeFingerprint("submission.py", K, 1, fp=io.StringIO(code), language=UNPARSED if unparsed else "python")
 
 
 def _drop(fp: CodeFingerprint, hashes: set) -> None:
@@ -589,7 +649,7 @@ def _stub() -> tuple[dict[str, frozenset], dict[str, set]]:
             continue
         names[path.stem] = frozenset(n.name for n in tree.body if isinstance(n, ast.FunctionDef))
         for name, chunk in file_chunks(path.stem, text).items():
-            hashes[name] = set(_fingerprint(chunk.code).hashes)
+            hashes[name] = set(_fingerprint(chunk.code, chunk.unparsed).hashes)
     return names, hashes
 
 
@@ -618,15 +678,16 @@ def base_hashes(texts: list[str]) -> set:
             tree = ast.parse(text)
             tree.body = _flatten(tree.body)
             whole = ast.unparse(tree)
+            unparsed = True
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            whole = text
-        found |= set(_fingerprint(whole).hashes)
+            whole, unparsed = text, False
+        found |= set(_fingerprint(whole, unparsed).hashes)
         try:
             chunks = file_chunks("base", text)
         except Dropped:
             continue
         for chunk in chunks.values():
-            found |= set(_fingerprint(chunk.code).hashes)
+            found |= set(_fingerprint(chunk.code, chunk.unparsed).hashes)
     return found
 
 
@@ -639,7 +700,7 @@ def _student(files: dict[str, str], stub: dict, base: set, by_text: dict, memo: 
             for name, chunk in chunks.items():
                 key = (name, chunk.code)
                 if key not in by_text and key not in fresh:
-                    fp = fresh[key] = _fingerprint(chunk.code)
+                    fp = fresh[key] = _fingerprint(chunk.code, chunk.unparsed)
                     _drop(fp, stub.get(name, set()))
                     _drop(fp, base)
     except deadline.GradingTooLong:
