@@ -405,6 +405,19 @@ def test_private_internals_are_flagged_from_source_and_correct_alternatives_are_
     assert scan("ex1", "x = getattr(torch, name)")[0].what == "reflection getattr()"
 
 
+def test_a_flag_quotes_its_own_line_after_characters_that_end_no_line_the_parser_counts():
+    """\\f, \\x1c and \\x85 end a line for str.splitlines, not for the parser: a flag's quote and line stay its own."""
+    from grader.grading.scan import numeric
+
+    odd = "# \x1c\x1d\x1e\x85\f, then a CRLF ending\r\n"
+    flags = scan("ex1", odd + "import torch\ng = torch._C\n")
+    assert [(f.line, f.code) for f in flags] == [(3, "g = torch._C")]
+    assert [(f.line, f.code) for f in escapes("ex1", odd + "y = f.__globals__\n")] == [(2, "y = f.__globals__")]
+    text = odd + NUMGRAD.replace('if __name__ == "__main__":', "if True:")
+    line = text.count("\n", 0, text.index("def numgrad")) + 1
+    assert [(f.line, f.code) for f in numeric("ex1", text)] == [(line, "def numgrad(f, x, h=1e-3):")]
+
+
 def test_getattr_with_a_literal_name_is_read_as_the_attribute_written_out():
     """`getattr(x, "shape", None)` is `x.shape` with a default: flagged only where `x.shape` would be."""
     for honest in ('n = getattr(x, "shape", None)', 'setattr(opt, "lr", 0.1)', 'delattr(cache, "last")'):

@@ -140,7 +140,7 @@ def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     """Return the places where a source file reaches into private or interpreter internals."""
     found = ((getattr(node, "lineno", 0), what, id(node), node) for node, what in _running(text))
     first = heapq.nsmallest(limit, found, key=lambda f: f[:3])  # a 1 MB line of `'_',` holds 260,000 flags...
-    lines = text.splitlines()
+    lines = parser_lines(text)
     # ... keep `limit` of them, and quote only those: a copy of that line per flag took minutes
     return tuple(Flag(exercise, line, what, _quote(lines, line), _escape(node)) for line, what, _, node in first)
 
@@ -149,7 +149,7 @@ def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
 def escapes(exercise: str, text: str, limit: int = 5) -> tuple[Flag, ...]:
     """Return the first routes out of the exercise (ESCAPES) a file holds: such a file is refused, not run."""
     found = ((getattr(node, "lineno", 0), what, id(node)) for node, what in _running(text) if _escape(node))
-    lines = text.splitlines()
+    lines = parser_lines(text)
     first = heapq.nsmallest(limit, found)
     return tuple(Flag(exercise, line, what, _quote(lines, line), True) for line, what, _ in first)
 
@@ -360,6 +360,16 @@ def _risky_field(word: str) -> bool:
             if dunder or name in RISKY_ATTRIBUTES or name in RISKY_MODULES or name in REFLECTIVE_CALLS:
                 return True
     return False
+
+
+_PARSER_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def parser_lines(text: str, keepends: bool = False) -> list[str]:
+    """Return a text's lines as the parser numbers them: only \\n, \\r\\n and \\r end one (str.splitlines also splits
+    at \\f, \\x1c and others, which would misnumber every line after one)."""
+    lines = _PARSER_LINE.findall(text)
+    return lines if keepends else [line.rstrip("\r\n") for line in lines]
 
 
 def _quote(lines: list[str], line: int) -> str:
@@ -702,7 +712,7 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
         # f at one value nudged two ways, differenced and divided: in a loop (bound names too) or over a basis at once
         if function and _differenced(divisions, bound if loops else {}) and not _test_only(text, unit):
             found.append((unit.lineno, f"a finite difference in {unit.name}() (the forward pass evaluated twice)"))
-    lines = text.splitlines()
+    lines = parser_lines(text)
     return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in sorted(found)[:limit])
 
 
@@ -727,9 +737,8 @@ def _test_only(text: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         return False
     named = re.compile(rf"\b{re.escape(fn.name)}\b")
     own = range(fn.lineno, (fn.end_lineno or fn.lineno) + 1)
-    # lines and names as the parser reads them: only \n, \r\n and \r end a line (not \f or \x1c, which
-    # str.splitlines also splits at), and ｎｕｍｇｒａｄ is numgrad
-    lines = unicodedata.normalize("NFKC", text.replace("\r\n", "\n").replace("\r", "\n")).split("\n")
+    # lines and names as the parser reads them (parser_lines), and ｎｕｍｇｒａｄ is numgrad
+    lines = [unicodedata.normalize("NFKC", line) for line in parser_lines(text)]
     uses = [k for k, line in enumerate(lines, 1) if k not in own and named.search(line)]
     return bool(uses) and all(k in main for k in uses)
 
@@ -745,7 +754,7 @@ def _candidate_blocks(text: str) -> list[ast.Module]:
     functions took ~5 ms). A block that does not parse alone (a string running into column 0) falls back to the
     whole file.
     """
-    lines = text.splitlines(keepends=True)
+    lines = parser_lines(text, keepends=True)
     starts = [k for k, line in enumerate(lines) if _BLOCK_START.match(line)]
     trees = []
     for k in starts:

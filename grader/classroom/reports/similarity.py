@@ -23,8 +23,8 @@ of distinct texts of a function (_shares, which gives overlap's numbers; tests/t
 pins that), the pairs of students then gathering their texts' numbers. Pygments lexes each distinct line of
 normalised code once (_LinewisePython: ast.unparse writes no token across lines): on the bench class the check
 costs about two thirds of what lexing whole functions did (six interleaved pairs: 0.59-0.82, median 0.67). A
-function's lines are mapped back to the student's only when a pair shows it, and for it alone. Python's cyclic garbage collector is off while a class is
-compared (compare_class).
+function's lines are mapped back to the student's only when a pair shows it, and for it alone. Python's cyclic
+garbage collector is off while a class is compared (compare_class).
 """
 
 from __future__ import annotations
