@@ -140,7 +140,7 @@ def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
     """Return the places where a source file reaches into private or interpreter internals."""
     found = ((getattr(node, "lineno", 0), what, id(node), node) for node, what in _running(text))
     first = heapq.nsmallest(limit, found, key=lambda f: f[:3])  # a 1 MB line of `'_',` holds 260,000 flags...
-    lines = parser_lines(text)
+    lines = parser_lines(text) if first else []
     # ... keep `limit` of them, and quote only those: a copy of that line per flag took minutes
     return tuple(Flag(exercise, line, what, _quote(lines, line), _escape(node)) for line, what, _, node in first)
 
@@ -149,8 +149,8 @@ def scan(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
 def escapes(exercise: str, text: str, limit: int = 5) -> tuple[Flag, ...]:
     """Return the first routes out of the exercise (ESCAPES) a file holds: such a file is refused, not run."""
     found = ((getattr(node, "lineno", 0), what, id(node)) for node, what in _running(text) if _escape(node))
-    lines = parser_lines(text)
     first = heapq.nsmallest(limit, found)
+    lines = parser_lines(text) if first else []
     return tuple(Flag(exercise, line, what, _quote(lines, line), True) for line, what, _ in first)
 
 
@@ -712,7 +712,7 @@ def numeric(exercise: str, text: str, limit: int = 20) -> tuple[Flag, ...]:
         # f at one value nudged two ways, differenced and divided: in a loop (bound names too) or over a basis at once
         if function and _differenced(divisions, bound if loops else {}) and not _test_only(text, unit):
             found.append((unit.lineno, f"a finite difference in {unit.name}() (the forward pass evaluated twice)"))
-    lines = parser_lines(text)
+    lines = parser_lines(text) if found else []
     return tuple(Flag(exercise, line, what, _quote(lines, line)) for line, what in sorted(found)[:limit])
 
 

@@ -48,6 +48,7 @@ import pygments.lexers
 from pygments.lexers.python import PythonLexer
 
 from grader.classroom import deadline
+from grader.grading.scan import parser_lines
 from grader.submissions.intake.read import STUBS
 
 
@@ -90,7 +91,7 @@ MEMO_LINE = 400  # characters of the longest line it keeps
 class _LinewisePython:
     """Pygments' Python lexer for ast.unparse's output, which writes no token across two lines: lex each line apart,
     and each distinct line once (a class writes the same lines over and over: 727 distinct of 4,837 in the bench
-    class). tests/test_similarity.py pins the tokens equal to the whole text's on every corpus."""
+    class). tests/test_similarity_equivalence.py pins the tokens equal to the whole text's on every corpus."""
 
     def __init__(self):
         self.lexer = PythonLexer()
@@ -153,7 +154,6 @@ STUDENT_SECONDS = 20.0  # to parse, normalise and fingerprint their files
 MASK_CHARS = 1_024  # a function up to this long keeps its k-gram masks (at most 128 KB) between comparisons
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 @dataclass
@@ -503,15 +503,10 @@ def _statements(code: str) -> tuple[tuple[type, range], ...]:
         return ()
 
 
-def _lines(text: str) -> list[str]:
-    """Return the lines of a text as Python counts them (\\n, \\r\\n or \\r ends one), with their ends."""
-    return _LINE.findall(text)
-
-
 def _whole(text: str) -> Chunk:
     """Return an unparsable file as one chunk, cut to MAX_FUNCTION_CHARS at a line's end."""
     lines, size = [], 0
-    for line in _lines(text):
+    for line in parser_lines(text, keepends=True):
         size += len(line)
         if size > MAX_FUNCTION_CHARS:
             break
@@ -520,7 +515,8 @@ def _whole(text: str) -> Chunk:
     code = shown.replace("\r\n", "\n").replace("\r", "\n")
     skip = len(code) - len(code.lstrip("\n"))  # Pygments drops leading newlines: count lines from the first code
     code = code[skip:]
-    return Chunk(code, shown, {i: (i + skip,) for i in range(1, len(_lines(code)) + 1)}, unparsed=False)
+    lines = {i: (i + skip,) for i in range(1, len(parser_lines(code, keepends=True)) + 1)}
+    return Chunk(code, shown, lines, unparsed=False)
 
 
 def file_chunks(exercise: str, text: str, graded: frozenset = frozenset(), mapped: bool = False) -> dict[str, Chunk]:
@@ -550,7 +546,7 @@ def _read(exercise: str, text: str, graded: frozenset) -> list[tuple] | dict[str
         raise Dropped(f"{exercise}: code nested more than {MAX_DEPTH} levels deep") from None
     tree.body = _flatten(tree.body)
     inlined = _inline(graded, tree)
-    lines = [line if line.endswith(("\n", "\r")) else line + "\n" for line in _lines(text)]
+    lines = [line if line.endswith(("\n", "\r")) else line + "\n" for line in parser_lines(text, keepends=True)]
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
     return [(fn, inlined.get(fn.name, []), lines) for fn in tree.body if isinstance(fn, functions)]
 
@@ -951,7 +947,7 @@ def shared_lines(fp: CodeFingerprint, shared: set, chunk: Chunk) -> list[int]:
     if len(fp.offsets) > 0:  # filtered code to the code, as copydetect's compare_files does
         at = np.clip(np.searchsorted(fp.offsets[:, 0], spans), 0, fp.offsets.shape[0] - 1)
         spans = spans + fp.offsets[:, 1][at]
-    begins = [0, *itertools.accumulate(len(line) for line in _lines(chunk.code))][:-1]
+    begins = [0, *itertools.accumulate(len(line) for line in parser_lines(chunk.code, keepends=True))][:-1]
     mapping = line_map(chunk)
     lines: set[int] = set()
     for a, b in zip(spans[0].tolist(), spans[1].tolist(), strict=True):
