@@ -9,11 +9,13 @@ process, the sandboxes each one reaped, the truth server, the background childre
 
     python bench/bench_cost.py [--n 200] [--big 2000] [--jobs 2] [--no-similarity] [--rounds 1]
 
---rounds K runs each class K times, one after the other, and prints the medians and ranges as well: this
-machine's speed drifts by a quarter within an hour, so one run says little alone. Right before each run, the CPU
-of `python -c "import torch"` (median of three) is measured too, and each run's CPU per student is also given in
-thousandths of it: a yardstick taken in the same minute, which shows whether a dear run was a slow moment of the
-machine or of the grader.
+--rounds K runs each class K times and prints the medians and ranges as well: this machine's speed drifts by half
+within an hour, so one run says little alone. Right before each run, the CPU of `python -c "import torch"` (median
+of three) is measured too, and each run's CPU per student is also given in thousandths of it: a yardstick taken in
+the same minute, which shows whether a dear run was a slow moment of the machine or of the grader. With --big, each
+round runs both classes, in a shuffled order, and the larger class's CPU per student is compared with the smaller
+one's of the same round (paired ratios, their median and range): classes run an hour apart compare the machine's
+moments, not the grader's scaling.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import argparse
 import collections
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -97,34 +100,41 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=2000, help="the larger class (0: skip)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-similarity", action="store_true")
-    ap.add_argument("--rounds", type=int, default=1, help="runs of each class, one after the other (medians printed)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds, each of every class once in a shuffled order")
     args = ap.parse_args()
     print(
         f"bench_cost: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; "
         + compile_bytecode(Path(__file__).resolve().parents[1])
     )
-    per = {}
+    sizes = [args.n] + ([args.big] if args.big else [])
+    runs: dict[int, list] = {n: [] for n in sizes}  # per round: (ms per student, subs/s, thousandths)
     with tempfile.TemporaryDirectory(prefix="bench_cost_") as tmp:
-        for n in [args.n] + ([args.big] if args.big else []):
-            subs = Path(tmp) / f"class{n}" / "subs"
-            students = build_class(subs, n)
-            runs = []
-            for k in range(args.rounds):
+        classes = {n: (Path(tmp) / f"class{n}" / "subs") for n in sizes}
+        students = {n: build_class(classes[n], n) for n in sizes}
+        for k in range(args.rounds):
+            for n in random.sample(sizes, len(sizes)):  # paired and interleaved: both classes in the same minutes
                 out = Path(tmp) / f"out{n}_{k}"
                 torch_cpu = yardstick()
-                got = run_once(subs, out, args.jobs, not args.no_similarity)
-                check_outdir(out, students)  # every verdict as its case pins it
-                runs.append((report(n, got, torch_cpu), n / got["wall"]))
-            per[n] = statistics.median(cpu for cpu, _ in runs)
-            if args.rounds > 1:  # this machine's speed drifts: one run says little alone
-                rates = [rate for _, rate in runs]
-                print(
-                    f"  {n} students, median of {args.rounds} runs: {per[n]:.1f} ms per student "
-                    f"(range {min(c for c, _ in runs):.1f}-{max(c for c, _ in runs):.1f}), "
-                    f"{statistics.median(rates):.1f} subs/s (range {min(rates):.1f}-{max(rates):.1f})"
-                )
+                got = run_once(classes[n], out, args.jobs, not args.no_similarity)
+                check_outdir(out, students[n])  # every verdict as its case pins it
+                per = report(n, got, torch_cpu)
+                runs[n].append((per, n / got["wall"], per / torch_cpu))
+    if args.rounds > 1:  # this machine's speed drifts: one run says little alone
+        for n in sizes:
+            cpu, rates = [r[0] for r in runs[n]], [r[1] for r in runs[n]]
+            print(
+                f"  {n} students, median of {args.rounds} runs: {statistics.median(cpu):.1f} ms per student "
+                f"(range {min(cpu):.1f}-{max(cpu):.1f}), "
+                f"{statistics.median(rates):.1f} subs/s (range {min(rates):.1f}-{max(rates):.1f})"
+            )
     if args.big:
-        print(f"  CPU per student at {args.big} against {args.n}: {per[args.big] / per[args.n]:.2f}x")
+        paired = [big[0] / small[0] for small, big in zip(runs[args.n], runs[args.big], strict=True)]
+        scaled = [big[2] / small[2] for small, big in zip(runs[args.n], runs[args.big], strict=True)]
+        print(
+            f"  CPU per student at {args.big} against {args.n}, paired by round: {statistics.median(paired):.2f}x "
+            f"(range {min(paired):.2f}-{max(paired):.2f}, n={len(paired)}); in thousandths of each run's own "
+            f"yardstick: {statistics.median(scaled):.2f}x (range {min(scaled):.2f}-{max(scaled):.2f})"
+        )
 
 
 if __name__ == "__main__":
