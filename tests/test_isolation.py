@@ -560,7 +560,10 @@ def test_student_commands_run_through_the_fallback_and_say_what_is_off():
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="jails are Linux-only")
-def test_the_jail_of_a_killed_grader_is_swept_by_the_next():
+def test_the_jail_of_a_killed_grader_is_swept_by_the_next(tmp_path, monkeypatch):
+    # a temporary folder of this test's own: a grader running beside it (another test worker) makes a jail too,
+    # and that sweeps the dead one's before this test could see it there
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     pid = os.fork()
     if pid == 0:  # a grader killed before its atexit could remove its jail
         jail.Jail()
