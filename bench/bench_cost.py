@@ -34,7 +34,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PYTHON, build_class, check_outdir, clean_env, compile_bytecode, grade_cmd  # noqa: E402
+from common import (  # noqa: E402
+    PYTHON,
+    build_class,
+    check_outdir,
+    clean_env,
+    compile_bytecode,
+    describe,
+    grade_cmd,
+    ratios,
+)
 
 ROLES = ("scheduler", "grading", "zygote", "sandboxes", "truth", "background", "the rest")
 
@@ -111,8 +120,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_cost_") as tmp:
         classes = {n: (Path(tmp) / f"class{n}" / "subs") for n in sizes}
         students = {n: build_class(classes[n], n) for n in sizes}
+        rng = random.Random(12)  # as common.paired: the same shuffled orders each time
         for k in range(args.rounds):
-            for n in random.sample(sizes, len(sizes)):  # paired and interleaved: both classes in the same minutes
+            for n in rng.sample(sizes, len(sizes)):  # paired and interleaved: both classes in the same minutes
                 out = Path(tmp) / f"out{n}_{k}"
                 torch_cpu = yardstick()
                 got = run_once(classes[n], out, args.jobs, not args.no_similarity)
@@ -122,18 +132,14 @@ def main() -> None:
     if args.rounds > 1:  # this machine's speed drifts: one run says little alone
         for n in sizes:
             cpu, rates = [r[0] for r in runs[n]], [r[1] for r in runs[n]]
-            print(
-                f"  {n} students, median of {args.rounds} runs: {statistics.median(cpu):.1f} ms per student "
-                f"(range {min(cpu):.1f}-{max(cpu):.1f}), "
-                f"{statistics.median(rates):.1f} subs/s (range {min(rates):.1f}-{max(rates):.1f})"
-            )
+            print(f"  {n} students: {describe(cpu, 'ms per student', digits=1)}, {describe(rates, 'subs/s', digits=1)}")
     if args.big:
-        paired = [big[0] / small[0] for small, big in zip(runs[args.n], runs[args.big], strict=True)]
-        scaled = [big[2] / small[2] for small, big in zip(runs[args.n], runs[args.big], strict=True)]
+        small, big = runs[args.n], runs[args.big]
+        paired = ratios([r[0] for r in big], [r[0] for r in small])
+        scaled = ratios([r[2] for r in big], [r[2] for r in small])
         print(
-            f"  CPU per student at {args.big} against {args.n}, paired by round: {statistics.median(paired):.2f}x "
-            f"(range {min(paired):.2f}-{max(paired):.2f}, n={len(paired)}); in thousandths of each run's own "
-            f"yardstick: {statistics.median(scaled):.2f}x (range {min(scaled):.2f}-{max(scaled):.2f})"
+            f"  CPU per student at {args.big} against {args.n}, paired by round: {describe(paired, 'x', digits=2)}; "
+            f"in thousandths of each run's own yardstick: {describe(scaled, 'x', digits=2)}"
         )
 
 
