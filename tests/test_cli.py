@@ -223,6 +223,41 @@ def test_a_ctrl_c_that_an_import_swallows_still_ends_the_run(monkeypatch, capsys
     grader.cli.imports_done()  # a later command in this process (grade batch calls it) is not aborted by this one
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the fork backend, which forks ahead, is Linux's")
+@pytest.mark.parametrize("where", ["as the handler is put back", "as the command ends"])
+def test_a_ctrl_c_outside_clicks_own_handling_says_aborted_without_a_traceback(where, monkeypatch, capsys):
+    """A Ctrl-C delivered in the instant the noting handler gives way to Python's (a served run in CI printed a
+    KeyboardInterrupt traceback from there), or just after click's command returned: "Aborted!", status 1."""
+    import signal
+
+    import grader.cli
+    import grader.cli.main
+
+    real_done = grader.cli.imports_done
+
+    def put_back_then_interrupted():
+        real_done()
+        raise KeyboardInterrupt  # what Python's own handler, back in place, raises for the Ctrl-C
+
+    def command_then_interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grader.cli, "_fork_ahead", lambda argv: None)
+    if where == "as the handler is put back":
+        monkeypatch.setattr(grader.cli, "imports_done", put_back_then_interrupted)
+        monkeypatch.setattr(grader.cli.main, "run", lambda: pytest.fail("the command ran after the Ctrl-C"))
+    else:
+        monkeypatch.setattr(grader.cli.main, "run", command_then_interrupted)
+    monkeypatch.setattr(sys, "argv", ["grade", "ex1"])
+    monkeypatch.setenv("GRADER_SANDBOX", "fork")
+    monkeypatch.setenv("GRADER_WARM", "0")
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(SystemExit) as ended:
+        grader.cli.run()
+    assert ended.value.code == 1 and capsys.readouterr().err == f"\n{grader.cli.ABORTED}\n"
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 def _descendants(pid: int) -> list[tuple[int, str]]:
     """Return (pid, name) of every process below pid, from /proc."""
     import os

@@ -35,9 +35,12 @@ def run():
         import torch  # noqa: F401 - here, where a Ctrl-C is noted (the fork backend has imported it already)
     from grader.cli.main import run as main
 
-    if student:
-        imports_done()
-    main()
+    try:
+        if student:
+            imports_done()
+        main()
+    except KeyboardInterrupt:  # a Ctrl-C in the instant its handler changes hands, outside click's: as click says
+        _aborted()
 
 
 def _served_warm(argv: list[str]) -> None:
@@ -64,9 +67,15 @@ def imports_done() -> None:
         signal.signal(signal.SIGINT, _NOTING.pop())
     if _INTERRUPTED:
         _INTERRUPTED.clear()  # said once: a process that runs the command again (a test, say) starts afresh
-        if sys.stderr is not None:  # None when fd 2 was closed as the process started
-            sys.stderr.write(f"\n{ABORTED}\n")
-        sys.exit(1)  # exit handlers run: a child forked ahead is stopped
+        _aborted()
+
+
+def _aborted() -> None:
+    """Say "Aborted!" as click does for a Ctrl-C, and end with status 1; exit handlers run (a child forked ahead is
+    stopped)."""
+    if sys.stderr is not None:  # None when fd 2 was closed as the process started
+        sys.stderr.write(f"\n{ABORTED}\n")
+    sys.exit(1)
 
 
 def _note_interrupt(sig, frame) -> None:
